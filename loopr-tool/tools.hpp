@@ -1,0 +1,23 @@
+// The tools loopr-tool runs. Each takes its JSON arguments and the worktree,
+// and returns a JSON result object or an Error (DESIGN.md §5). A tool never
+// writes to stdout itself: main() is the one place results are printed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "loopr-tool/worktree.hpp"
+
+namespace loopr::tool {
+
+using Json = nlohmann::json;
+
+Result<Json> read_file(const Worktree& worktree, const Json& args);
+Result<Json> write_file(const Worktree& worktree, const Json& args);
+Result<Json> edit_file(const Worktree& worktree, const Json& args);
+Result<Json> file_delete(const Worktree& worktree, const Json& args);
+Result<Json> list_directory(const Worktree& worktree, const Json& args);
+Result<Json> glob(const Worktree& worktree, const Json& args);
+Result<Json> grep(const Worktree& worktree, const Json& args);
+
+}  // namespace loopr::tool

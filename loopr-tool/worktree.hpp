@@ -1,0 +1,79 @@
+// Worktree: every path a tool touches is resolved here, beneath one directory
+// fd, with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) (Linux >= 5.6).
+// Never "canonicalize, check the prefix, then open": that races with a symlink
+// swap. A path argument may be relative to the worktree or absolute inside it;
+// anything else is path_outside_worktree.
+//
+// Ownership: a Worktree owns its root directory fd; returned UniqueFds are the
+// caller's. Thread-safety: const methods may be called from several threads.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/unique_fd.hpp"
+
+namespace loopr::tool {
+
+// A directory fd (O_RDONLY | O_DIRECTORY, so it can be fsync'd) and one name
+// inside it: the target of a create, replace or unlink.
+struct ParentDir {
+  UniqueFd dir;
+  std::string leaf;      // a single component: never "", "." or ".."
+  std::string relative;  // the whole normalized relative path, for messages
+};
+
+class Worktree {
+ public:
+  // Opens `root` (which must be an existing directory). The root path is
+  // made absolute with realpath(3) once, here, so absolute tool arguments can
+  // be mapped to relative ones; all later resolution goes through the fd.
+  static Result<Worktree> open(const std::string& root);
+
+  int root_fd() const { return root_.get(); }
+  const std::string& root_path() const { return root_path_; }
+
+  // Maps a tool's path argument to a normalized path relative to the root:
+  // "." and empty components dropped, ".." folded lexically (a ".." that
+  // climbs above the root is path_outside_worktree). Absolute paths must lie
+  // under root_path(). Returns "." for the root itself. The result is only a
+  // name: opening it still goes through openat2, which refuses symlink escapes.
+  Result<std::string> relative(std::string_view path_argument) const;
+
+  // openat2(root, relative, {flags | O_CLOEXEC, mode, RESOLVE_BENEATH |
+  // RESOLVE_NO_MAGICLINKS}). Errors are tool errors that name the path:
+  // EXDEV/ELOOP escapes -> path_outside_worktree, ENOENT -> not_found.
+  Result<UniqueFd> open(std::string_view relative, int flags, mode_t mode = 0) const;
+
+  // Opens the directory that will hold `relative`'s last component. With
+  // create_parents, missing directories are made (mode 0777 & ~umask), each one
+  // created relative to a parent resolved beneath the root.
+  Result<ParentDir> open_parent(std::string_view relative, bool create_parents) const;
+
+  // True if a component of the normalized relative path is ".git". Tools never
+  // write there: git metadata is how code gets run outside the sandbox.
+  static bool is_git_metadata(std::string_view relative);
+
+  // True if `dir` is the worktree's .git directory or lies beneath it (found
+  // by walking ".." up to the root), so a symlink to .git is caught too.
+  bool dir_is_inside_git_metadata(int dir) const;
+
+ private:
+  Worktree(UniqueFd root, std::string root_path, dev_t dev, ino_t ino)
+      : root_(std::move(root)), root_path_(std::move(root_path)), root_dev_(dev), root_ino_(ino) {}
+
+  UniqueFd root_;
+  std::string root_path_;
+  dev_t root_dev_;
+  ino_t root_ino_;
+};
+
+// Splits a normalized relative path into its components ("." -> none).
+std::vector<std::string> split_path(std::string_view relative);
+
+}  // namespace loopr::tool

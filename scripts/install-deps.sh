@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything loopr needs to build, test and benchmark, from Debian 12's
+# packages only. Idempotent: a second run installs nothing new. Needs root (or
+# sudo); prints what it installs.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev clang-format
+  # libraries named in DESIGN.md
+  libasio-dev nlohmann-json3-dev libtoml11-dev libspdlog-dev libfmt-dev
+  libseccomp-dev libcap-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev
+  libncurses-dev
+  # SHA-256 content hashes for read-before-edit (already pulled in by libcurl)
+  libssl-dev
+  # grep's regex engine (PCRE2 with JIT; chosen by measurement, bench/README.md)
+  libpcre2-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  ripgrep bubblewrap hyperfine util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
