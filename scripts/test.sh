@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Sets up everything loopr needs and runs the whole test suite:
+#   1. the normal build and every test (unit, property, integration) with ctest;
+#   2. a second build under AddressSanitizer + UndefinedBehaviorSanitizer and
+#      the same tests there;
+#   3. a short libFuzzer run of each protocol decoder.
+# Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
+# CI=true turns warnings into errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=false
+[ "${1:-}" = "--quick" ] && quick=true
+
+./scripts/install-deps.sh
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+jobs=$(nproc)
+passed=0
+failed=0
+
+run_ctest() {  # run_ctest BUILD_DIR LABEL
+  local log status=0
+  log=$(mktemp)
+  (cd "$1" && ctest --output-on-failure -j"$jobs" --timeout 600) 2>&1 | tee "$log" || status=$?
+  local line
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1 || true)
+  if [ -n "$line" ]; then
+    local total bad
+    total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+    bad=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
+    passed=$((passed + total - bad))
+    failed=$((failed + bad))
+  elif [ "$status" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+  echo "== $2: ctest exit $status"
+  return 0
+}
+
+echo "== build (warnings as errors: $werror)"
+cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" >/dev/null
+cmake --build build
+run_ctest build "tests"
+
+if ! $quick; then
+  echo "== build under ASan+UBSan"
+  cmake -S . -B build-asan -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_SANITIZE=ON \
+        -DLOOPR_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-asan
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest build-asan "tests under sanitizers"
+
+  echo "== fuzz smoke"
+  if ./scripts/fuzz-smoke.sh 20; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+echo
+echo "loopr: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
