@@ -13,6 +13,8 @@ constexpr std::array kTools = {
     ToolEntry{"list_directory", &list_directory},
     ToolEntry{"glob", &glob},
     ToolEntry{"grep", &grep},
+    ToolEntry{"run_command", &run_command},
+    ToolEntry{"run_command_isolated", &run_command_isolated},
 };
 
 }  // namespace

@@ -19,5 +19,7 @@ Result<Json> file_delete(const Worktree& worktree, const Json& args);
 Result<Json> list_directory(const Worktree& worktree, const Json& args);
 Result<Json> glob(const Worktree& worktree, const Json& args);
 Result<Json> grep(const Worktree& worktree, const Json& args);
+Result<Json> run_command(const Worktree& worktree, const Json& args);
+Result<Json> run_command_isolated(const Worktree& worktree, const Json& args);
 
 }  // namespace loopr::tool

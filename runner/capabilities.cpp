@@ -1,0 +1,31 @@
+#include "runner/capabilities.hpp"
+
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include "runner/sandbox_step.hpp"
+
+namespace loopr::runner {
+
+Result<void> drop_all_capabilities() {
+  constexpr const char* kStep = "drop capabilities";
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+    return step_failed(kStep, "clear the ambient set", errno);
+  }
+  // The bounding set needs CAP_SETPCAP, so it goes first.
+  for (cap_value_t cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      return step_failed(kStep, "drop capability " + std::to_string(cap) + " from the bounding set",
+                         errno);
+    }
+  }
+  cap_t empty = ::cap_init();
+  if (empty == nullptr) return step_failed(kStep, "cap_init", errno);
+  const int rc = ::cap_set_proc(empty);
+  const int err = errno;
+  ::cap_free(empty);
+  if (rc != 0) return step_failed(kStep, "clear effective, permitted and inheritable sets", err);
+  return {};
+}
+
+}  // namespace loopr::runner

@@ -1,0 +1,46 @@
+#include "runner/job_environment.hpp"
+
+#include <array>
+#include <string_view>
+
+namespace loopr::runner {
+namespace {
+
+constexpr std::array<std::string_view, 12> kAllowedNames = {
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM",      "TZ",
+    "CC",   "CXX",  "CFLAGS", "CXXFLAGS", "MAKEFLAGS", "NO_COLOR"};
+
+}  // namespace
+
+bool job_may_receive(const std::string& name) {
+  for (std::string_view allowed : kAllowedNames) {
+    if (name == allowed) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> job_environment(const std::map<std::string, std::string>& requested,
+                                         const std::string& lane, std::int64_t max_output_bytes) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+      {"HOME", "/tmp"},
+      {"TMPDIR", "/tmp"},
+      {"LANG", "C.UTF-8"},
+      {"TERM", "dumb"},
+  };
+  for (const auto& [name, value] : requested) {
+    if (job_may_receive(name) && name.find('=') == std::string::npos &&
+        value.find('\0') == std::string::npos) {
+      env[name] = value;
+    }
+  }
+  env["LOOPR_LANE"] = lane;
+  env["LOOPR_MAX_OUTPUT_BYTES"] = std::to_string(max_output_bytes);
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [name, value] : env)
+    out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace loopr::runner

@@ -1,0 +1,246 @@
+#include "runner/lane_filesystem.hpp"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "runner/sandbox_step.hpp"
+
+namespace loopr::runner {
+namespace {
+
+constexpr const char* kStep = "mount namespace";
+constexpr const char* kNewRoot = "/newroot";
+constexpr const char* kOldRoot = "/oldroot";
+
+Result<void> do_mount(const std::string& source, const std::string& target, const char* type,
+                      unsigned long flags, const char* data, const char* what) {
+  if (::mount(source.empty() ? nullptr : source.c_str(), target.c_str(), type, flags, data) != 0) {
+    return step_failed(kStep, std::string(what) + " at " + target, errno);
+  }
+  return {};
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// mkdir -p, for mount points inside tmpfs folders this module created.
+Result<void> make_directories(const std::string& path) {
+  for (std::size_t slash = 1; slash != std::string::npos;) {
+    slash = path.find('/', slash + 1);
+    const std::string prefix = path.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return step_failed(kStep, "create mount point " + prefix, errno);
+    }
+  }
+  return {};
+}
+
+// Host paths resolved before the pivot: a symlink such as /var/run -> /run
+// must be followed in the host's view, not in the staging root's.
+std::vector<std::string> canonical_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr && std::string_view(resolved) != "/") {
+      out.emplace_back(resolved);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool is_within(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+Result<void> set_read_only(const std::string& path, unsigned int flags, const char* what) {
+  // mount_setattr, unlike MS_REMOUNT, leaves the flags the host locked alone.
+  mount_attr read_only{};
+  read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), flags, &read_only, sizeof read_only) !=
+      0) {
+    return step_failed(kStep, std::string(what) + " " + path, errno);
+  }
+  return {};
+}
+
+Result<void> build_dev(const std::string& dev) {
+  if (auto r = do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755",
+                        "mount /dev tmpfs");
+      !r) {
+    return r;
+  }
+  for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
+    const std::string target = dev + "/" + node;
+    const int fd = ::open(target.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) return step_failed(kStep, "create " + target, errno);
+    ::close(fd);
+    if (auto r = do_mount(std::string(kOldRoot) + "/dev/" + node, target, nullptr, MS_BIND, nullptr,
+                          "bind device");
+        !r) {
+      return r;
+    }
+  }
+  const std::pair<const char*, const char*> links[] = {{"fd", "/proc/self/fd"},
+                                                       {"stdin", "/proc/self/fd/0"},
+                                                       {"stdout", "/proc/self/fd/1"},
+                                                       {"stderr", "/proc/self/fd/2"}};
+  for (const auto& [name, target] : links) {
+    if (::symlink(target, (dev + "/" + name).c_str()) != 0) {
+      return step_failed(kStep, std::string("create /dev/") + name, errno);
+    }
+  }
+  if (::mkdir((dev + "/shm").c_str(), 0755) != 0)
+    return step_failed(kStep, "mkdir /dev/shm", errno);
+  if (auto r = do_mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777",
+                        "mount /dev/shm");
+      !r) {
+    return r;
+  }
+  return do_mount("", dev, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr,
+                  "remount /dev read-only");
+}
+
+}  // namespace
+
+Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
+  for (const std::string& root : spec.writable_roots) {
+    struct stat st {};
+    if (root.empty() || root.front() != '/' || ::stat(root.c_str(), &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+      return step_failed(kStep, "writable root '" + root + "' is not an existing folder");
+    }
+  }
+  const std::vector<std::string> hidden = canonical_paths(spec.hidden_paths);
+  const std::vector<std::string> writable = canonical_paths(spec.writable_roots);
+
+  // Nothing we mount may propagate back to the host.
+  if (auto r = do_mount("", "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "make / private"); !r) {
+    return r;
+  }
+  // A small staging tmpfs becomes the root; the host stays reachable under
+  // /oldroot while the lane's tree is assembled under /newroot.
+  if (auto r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755",
+                        "mount staging tmpfs");
+      !r) {
+    return r;
+  }
+  if (::mkdir("/tmp/newroot", 0755) != 0 || ::mkdir("/tmp/oldroot", 0755) != 0) {
+    return step_failed(kStep, "create staging folders", errno);
+  }
+  if (::syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot") != 0) {
+    return step_failed(kStep, "pivot_root into the staging tmpfs", errno);
+  }
+  if (::chdir("/") != 0) return step_failed(kStep, "chdir /", errno);
+
+  const std::string root = kNewRoot;
+  if (auto r = do_mount(kOldRoot, root, nullptr, MS_BIND | MS_REC, nullptr, "bind the host root");
+      !r) {
+    return r;
+  }
+  mount_attr read_only{};
+  read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, kNewRoot, AT_RECURSIVE, &read_only,
+                sizeof read_only) != 0) {
+    return step_failed(kStep, "make the host root read-only (mount_setattr, Linux >= 5.12)", errno);
+  }
+
+  std::vector<std::string> hidden_mounted;
+  for (const std::string& path : hidden) {
+    // The private /tmp, /dev and the job's /proc replace these wholesale.
+    if (is_within(path, "/tmp") || is_within(path, "/dev") || is_within(path, "/proc")) continue;
+    const std::string target = root + path;
+    if (!is_directory(target)) continue;
+    if (auto r = do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          "size=1m,mode=0755", "hide");
+        !r) {
+      return r;
+    }
+    hidden_mounted.push_back(target);
+  }
+  if (auto r = do_mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+                        ("size=" + std::to_string(spec.tmp_size_mb) + "m,mode=1777").c_str(),
+                        "mount private /tmp");
+      !r) {
+    return r;
+  }
+  if (auto r = build_dev(root + "/dev"); !r) return r;
+
+  for (const std::string& path : writable) {
+    const std::string target = root + path;
+    if (!exists(target)) {
+      if (auto r = make_directories(target); !r) return r;
+    }
+    if (auto r = do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr,
+                          "bind writable root");
+        !r) {
+      return r;
+    }
+  }
+  for (const std::string& target : hidden_mounted) {
+    if (auto r =
+            do_mount("", target, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                     nullptr, "remount hidden folder read-only");
+        !r) {
+      return r;
+    }
+  }
+
+  // Stack the lane's tree on / and detach everything else, the staging tmpfs
+  // and the host root with it.
+  if (::chdir(kNewRoot) != 0) return step_failed(kStep, "chdir /newroot", errno);
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) {
+    return step_failed(kStep, "pivot_root into the lane root", errno);
+  }
+  if (::umount2(".", MNT_DETACH) != 0) return step_failed(kStep, "detach the old root", errno);
+  if (::chdir("/") != 0) return step_failed(kStep, "chdir /", errno);
+  return {};
+}
+
+Result<void> build_job_filesystem(const std::string& worktree,
+                                  const std::vector<std::string>& writable_roots) {
+  if (auto r = do_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                        nullptr, "mount the job's /proc");
+      !r) {
+    return r;
+  }
+  // Only the job's own worktree stays writable: it gets a mount of its own,
+  // and every writable root (other loops' worktrees beside it) turns
+  // read-only beneath it. Landlock narrows writes too, but a Landlock rule on
+  // /tmp also covers roots mounted under /tmp; the mounts hold regardless.
+  if (auto r = do_mount(worktree, worktree, nullptr, MS_BIND | MS_REC, nullptr, "bind worktree");
+      !r) {
+    return r;
+  }
+  for (const std::string& root : writable_roots) {
+    if (root == worktree) continue;
+    if (auto r = set_read_only(root, 0, "make the other worktrees read-only under"); !r) return r;
+  }
+  const std::string git = worktree + "/.git";
+  struct stat st {};
+  if (::lstat(git.c_str(), &st) != 0) return {};
+  if (S_ISLNK(st.st_mode)) {
+    return step_failed(kStep, git + " is a symlink; refusing to run jobs in this worktree");
+  }
+  if (auto r = do_mount(git, git, nullptr, MS_BIND | MS_REC, nullptr, "bind .git"); !r) return r;
+  return set_read_only(git, AT_RECURSIVE, "make read-only:");
+}
+
+}  // namespace loopr::runner

@@ -1,0 +1,130 @@
+// loopr-runner --lane NAME (--fd N | --socket PATH) --tool PATH --root DIR...
+//
+// One process per lane. Builds the lane's sandbox once (contain.hpp), then
+// serves the runner protocol on the link: an fd inherited from looprd, or,
+// for tests and debugging, the first connection accepted on a Unix socket
+// path. Every fd it opens is O_CLOEXEC. Exit status: 0 after a clean
+// shutdown, 1 on a protocol error, 3 when the sandbox cannot be built (fail
+// closed: no job runs), 2 on a usage error.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "runner/contain.hpp"
+#include "runner/lane_runner.hpp"
+
+namespace {
+
+using loopr::UniqueFd;
+
+constexpr int kExitSandboxFailed = 3;
+
+loopr::Result<UniqueFd> listen_on(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) {
+    return loopr::make_error(loopr::errc::invalid_arguments, "socket path too long: " + path);
+  }
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, path.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return loopr::errno_error(errno, "socket", path);
+  ::unlink(path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    return loopr::errno_error(errno, "bind", path);
+  }
+  if (::listen(fd.get(), 1) != 0) return loopr::errno_error(errno, "listen", path);
+  return fd;
+}
+
+std::vector<std::string> default_hidden_paths() {
+  std::vector<std::string> hidden = {"/home", "/root", "/run", "/var/run", "/var/lib/loopr"};
+  for (const char* name : {"HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && value[0] == '/') hidden.emplace_back(value);
+  }
+  hidden.push_back("/tmp/loopr-" + std::to_string(::getuid()));
+  return hidden;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"loopr-runner: runs one lane's tool jobs inside its sandbox"};
+  loopr::runner::LaneSandboxSpec spec;
+  loopr::runner::LaneRunnerOptions options;
+  int link_fd = -1;
+  std::string socket_path;
+  std::string tool_binary;
+  std::string sandbox_mode = "on";
+  std::vector<std::string> extra_hidden;
+  int grace_ms = 500;
+  app.add_option("--lane", spec.lane, "lane name (no-net, net, heavy)")->required();
+  app.add_option("--fd", link_fd, "inherited socket to the daemon");
+  app.add_option("--socket", socket_path, "listen on this Unix socket path (tests, debugging)");
+  app.add_option("--tool", tool_binary, "path of the loopr-tool binary")->required();
+  app.add_option("--root", spec.filesystem.writable_roots, "writable worktree root (repeatable)");
+  app.add_option("--hide", extra_hidden, "another path to hide from jobs (repeatable)");
+  app.add_option("--slots", options.slots, "jobs run at once")->check(CLI::Range(1, 256));
+  app.add_flag("--network", spec.network, "keep the host network (net lane)");
+  app.add_flag("--stream-output", options.stream_output, "send output_chunk frames (heavy lane)");
+  app.add_option("--tmp-size-mb", spec.filesystem.tmp_size_mb, "size cap of the job /tmp");
+  app.add_option("--memory-mb", spec.limits.max_address_space_mb,
+                 "address-space limit per job process (RLIMIT_AS; 0 = none)");
+  std::uint64_t max_file_mb = spec.limits.max_file_bytes >> 20;
+  app.add_option("--max-file-mb", max_file_mb, "largest file a job may write (RLIMIT_FSIZE)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-processes", spec.limits.max_processes, "RLIMIT_NPROC for jobs");
+  app.add_option("--term-grace-ms", grace_ms, "TERM to KILL grace")->check(CLI::Range(0, 60000));
+  app.add_option("--sandbox", sandbox_mode, "on, or off (no isolation at all)")
+      ->check(CLI::IsMember({"on", "off"}));
+  CLI11_PARSE(app, argc, argv);
+  if ((link_fd < 0) == socket_path.empty()) {
+    std::cerr << "loopr-runner: give exactly one of --fd or --socket\n";
+    return 2;
+  }
+  spec.limits.max_file_bytes = max_file_mb << 20;
+  options.writable_roots = spec.filesystem.writable_roots;
+  options.term_grace = std::chrono::milliseconds(grace_ms);
+  spec.filesystem.hidden_paths = default_hidden_paths();
+  spec.filesystem.hidden_paths.insert(spec.filesystem.hidden_paths.end(), extra_hidden.begin(),
+                                      extra_hidden.end());
+  spec.sandbox_off = sandbox_mode == "off";
+  if (spec.sandbox_off) {
+    std::cerr << "loopr-runner: WARNING: lane " << spec.lane
+              << " runs with sandbox = \"off\": jobs are NOT isolated from this machine\n";
+  }
+
+  UniqueFd listener;
+  UniqueFd link;
+  if (!socket_path.empty()) {
+    auto bound = listen_on(socket_path);
+    if (!bound) {
+      std::cerr << "loopr-runner: " << bound.error().message << "\n";
+      return 2;
+    }
+    listener = std::move(*bound);
+  } else {
+    link.reset(link_fd);
+  }
+
+  auto sandbox = loopr::runner::LaneSandbox::contain(spec, tool_binary);
+  if (!sandbox) {
+    std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox.error().message << "\n"
+              << "loopr-runner: " << sandbox.error().hint << "\n";
+    return kExitSandboxFailed;
+  }
+  if (listener) {
+    link.reset(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!link) {
+      std::cerr << "loopr-runner: accept failed\n";
+      return 1;
+    }
+    listener.reset();
+  }
+  loopr::runner::LaneRunner runner(*sandbox, std::move(link), options);
+  return runner.serve();
+}

@@ -1,0 +1,30 @@
+#include "runner/resource_limits.hpp"
+
+#include <sys/resource.h>
+
+#include "runner/sandbox_step.hpp"
+
+namespace loopr::runner {
+namespace {
+
+Result<void> set_limit(int resource, rlim_t value, const char* name) {
+  const rlimit limit{value, value};
+  if (::setrlimit(resource, &limit) != 0) {
+    return step_failed("resource limits", std::string("set ") + name, errno);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> apply_resource_limits(const JobLimits& limits) {
+  if (auto r = set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE"); !r) return r;
+  if (auto r = set_limit(RLIMIT_FSIZE, limits.max_file_bytes, "RLIMIT_FSIZE"); !r) return r;
+  if (auto r = set_limit(RLIMIT_NOFILE, limits.max_open_files, "RLIMIT_NOFILE"); !r) return r;
+  if (limits.max_address_space_mb != 0) {
+    if (auto r = set_limit(RLIMIT_AS, limits.max_address_space_mb << 20, "RLIMIT_AS"); !r) return r;
+  }
+  return set_limit(RLIMIT_NPROC, limits.max_processes, "RLIMIT_NPROC");
+}
+
+}  // namespace loopr::runner

@@ -1,0 +1,147 @@
+#include "runner/seccomp_filter.hpp"
+
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "common/unique_fd.hpp"
+#include "runner/sandbox_step.hpp"
+
+namespace loopr::runner {
+namespace {
+
+constexpr const char* kStep = "seccomp";
+
+struct ContextDeleter {
+  void operator()(scmp_filter_ctx ctx) const { seccomp_release(ctx); }
+};
+using Context = std::unique_ptr<void, ContextDeleter>;
+
+constexpr const char* kDeniedSyscalls[] = {"ptrace",
+                                           "process_vm_readv",
+                                           "process_vm_writev",
+                                           "io_uring_setup",
+                                           "io_uring_enter",
+                                           "io_uring_register",
+                                           "bpf",
+                                           "userfaultfd",
+                                           "perf_event_open",
+                                           "keyctl",
+                                           "add_key",
+                                           "request_key",
+                                           "mount",
+                                           "umount2",
+                                           "pivot_root",
+                                           "chroot",
+                                           "move_mount",
+                                           "open_tree",
+                                           "fsopen",
+                                           "fsconfig",
+                                           "fsmount",
+                                           "fspick",
+                                           "mount_setattr",
+                                           "setns",
+                                           "unshare",
+                                           "open_by_handle_at",
+                                           "name_to_handle_at",
+                                           "kexec_load",
+                                           "kexec_file_load",
+                                           "init_module",
+                                           "finit_module",
+                                           "delete_module",
+                                           "acct",
+                                           "swapon",
+                                           "swapoff",
+                                           "reboot",
+                                           "syslog",
+                                           "quotactl",
+                                           "iopl",
+                                           "ioperm",
+                                           "lookup_dcookie",
+                                           "vhangup",
+                                           "fanotify_init"};
+
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
+                                             CLONE_NEWCGROUP};
+
+Result<void> add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
+                 std::initializer_list<scmp_arg_cmp> args = {}) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return {};  // not a syscall on this architecture
+  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
+                                        args.size() ? args.begin() : nullptr);
+  if (rc != 0) return step_failed(kStep, std::string("add a rule for ") + name, -rc);
+  return {};
+}
+
+}  // namespace
+
+Result<SeccompProgram> SeccompProgram::compile(bool deny_network) {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return step_failed(kStep, "seccomp_init");
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0) {
+    return step_failed(kStep, "set the bad-architecture action");
+  }
+  const std::uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+  for (const char* name : kDeniedSyscalls) {
+    if (auto r = add(ctx.get(), deny, name); !r) return std::move(r).error();
+  }
+  if (auto r = add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), "clone3"); !r) return std::move(r).error();
+  for (unsigned long flag : kNamespaceFlags) {
+    if (auto r = add(ctx.get(), deny, "clone", {SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag)}); !r) {
+      return std::move(r).error();
+    }
+  }
+  for (unsigned long request :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+    if (auto r =
+            add(ctx.get(), deny, "ioctl", {SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFul, request)});
+        !r) {
+      return std::move(r).error();
+    }
+  }
+  if (deny_network) {
+    if (auto r = add(ctx.get(), deny, "socket", {SCMP_A0_32(SCMP_CMP_NE, AF_UNIX)}); !r) {
+      return std::move(r).error();
+    }
+  }
+
+  // Export the BPF once; jobs load it with one seccomp() call.
+  UniqueFd memory(::memfd_create("loopr-seccomp", MFD_CLOEXEC));
+  if (!memory) return step_failed(kStep, "memfd_create", errno);
+  if (const int rc = seccomp_export_bpf(ctx.get(), memory.get()); rc != 0) {
+    return step_failed(kStep, "export the filter", -rc);
+  }
+  const off_t size = ::lseek(memory.get(), 0, SEEK_END);
+  if (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0) {
+    return step_failed(kStep, "exported filter has an unexpected size");
+  }
+  SeccompProgram program;
+  program.instructions_.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
+  if (::pread(memory.get(), program.instructions_.data(), static_cast<std::size_t>(size), 0) !=
+      size) {
+    return step_failed(kStep, "read the exported filter", errno);
+  }
+  return program;
+}
+
+Result<void> SeccompProgram::install() const {
+  sock_fprog program{};
+  program.len = static_cast<unsigned short>(instructions_.size());
+  program.filter = const_cast<sock_filter*>(instructions_.data());
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) {
+    return step_failed(kStep, "install the filter", errno);
+  }
+  return {};
+}
+
+}  // namespace loopr::runner

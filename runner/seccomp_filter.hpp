@@ -1,0 +1,41 @@
+// The job's seccomp filter (libseccomp), DESIGN.md §7.4: default allow with a
+// deny list. Compiled to BPF once per lane (compiling costs ~0.3 ms, loading
+// the ready program costs microseconds) and installed per job as the last
+// step before exec, after no_new_privs.
+//
+// Denied with EPERM, so tools can say what the sandbox refused: ptrace,
+// process_vm_*, io_uring_*, bpf, userfaultfd, perf_event_open, the keyctl
+// family, the mount family, setns, unshare, clone with namespace flags,
+// open_by_handle_at, kexec, module loading, and the TIOCSTI / TIOCLINUX
+// ioctls (compared on the low 32 bits, so high bits set in the request cannot
+// slip past). clone3 gets ENOSYS (its flags live in memory seccomp cannot
+// read; libc falls back to clone). Non-native architectures kill the process.
+// A lane without network also gets EPERM for socket() of any family but
+// AF_UNIX. Argument checks stay on few syscalls so the kernel's
+// constant-action bitmap covers all the rest.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace loopr::runner {
+
+class SeccompProgram {
+ public:
+  static Result<SeccompProgram> compile(bool deny_network);
+
+  // Installs the filter on the calling thread (inherited across fork and
+  // exec). Needs no_new_privs set first. Called in a job child forked from
+  // the single-threaded runner, where allocating is safe.
+  Result<void> install() const;
+
+  std::size_t instruction_count() const { return instructions_.size(); }
+
+ private:
+  std::vector<sock_filter> instructions_;
+};
+
+}  // namespace loopr::runner

@@ -1,0 +1,223 @@
+// loopr-runner end to end: the real binary, its sandbox, and the runner
+// protocol, driven from the daemon's side of a socketpair.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "proto/base64.hpp"
+#include "tests/runner/process_scan.hpp"
+#include "tests/runner/runner_harness.hpp"
+
+namespace loopr::test {
+namespace {
+
+using nlohmann::json;
+using proto::JobStatus;
+
+TEST(LaneRunner, RunsAFileToolInTheSandbox) {
+  RunnerHarness runner;
+  runner.tree().write("wt/hello.txt", "one\ntwo\n");
+  const auto result = runner.run("read_file", {{"path", "hello.txt"}});
+  ASSERT_EQ(result.status, JobStatus::success) << result.output << result.stderr_bytes;
+  EXPECT_EQ(result.exit_code, 0);
+  const auto out = json::parse(result.output);
+  EXPECT_EQ(out["content"], "     1|one\n     2|two\n");
+}
+
+TEST(LaneRunner, AToolErrorIsStatusFailedWithTheErrorObject) {
+  RunnerHarness runner;
+  const auto result = runner.run("read_file", {{"path", "missing.txt"}});
+  EXPECT_EQ(result.status, JobStatus::failed);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(json::parse(result.output)["error"]["code"], "not_found");
+}
+
+TEST(LaneRunner, TimeoutStopsTheJobAndKeepsItsPartialOutput) {
+  RunnerHarness runner;
+  // loopr-tool's own timeout is longer than the job's: the runner must act.
+  const auto result = runner.run(
+      "run_command", {{"command", "echo started; exec sleep 1000.1111"}, {"timeout_ms", 600000}},
+      /*timeout_ms=*/700);
+  EXPECT_EQ(result.status, JobStatus::timeout);
+  ASSERT_TRUE(result.error.has_value());
+  EXPECT_NE(result.error->find("timeout of 700 ms"), std::string::npos);
+  EXPECT_TRUE(processes_with("sleep 1000.1111").empty());
+}
+
+TEST(LaneRunner, CancelEndsARunningJob) {
+  RunnerHarness runner;
+  runner.send(runner.job("c1", "run_command", {{"command", "exec sleep 1000.2222"}}));
+  ASSERT_TRUE(runner.receive_a<proto::JobAck>());
+  runner.send(proto::Cancel{"c1"});
+  const auto ack = runner.receive_a<proto::CancelAck>();
+  ASSERT_TRUE(ack);
+  EXPECT_TRUE(ack->found);
+  const auto result = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, JobStatus::cancelled);
+  EXPECT_TRUE(processes_with("sleep 1000.2222").empty());
+}
+
+TEST(LaneRunner, CancelOfAnUnknownJobSaysNotFound) {
+  RunnerHarness runner;
+  runner.send(proto::Cancel{"nope"});
+  const auto ack = runner.receive_a<proto::CancelAck>();
+  ASSERT_TRUE(ack);
+  EXPECT_FALSE(ack->found);
+}
+
+TEST(LaneRunner, OutputOverTheCapKeepsHeadAndTail) {
+  RunnerHarness runner;
+  std::string big;
+  for (int i = 0; i < 5000; ++i)
+    big += "line " + std::to_string(i) + "\n";
+  runner.tree().write("wt/big.txt", big);
+  const auto result = runner.run("read_file", {{"path", "big.txt"}}, 30'000, /*max_output=*/2000);
+  EXPECT_TRUE(result.truncated);
+  EXPECT_NE(result.output.find("[output truncated: "), std::string::npos);
+  EXPECT_LE(result.output.size(), 2000u + 100u);
+  EXPECT_EQ(result.output.substr(0, 30),
+            std::string("{\"content\":\"     1|line 0\\n  ").substr(0, 30));
+}
+
+TEST(LaneRunner, JobsBeyondTheSlotsWaitTheirTurn) {
+  RunnerOptions options;
+  options.slots = 1;
+  RunnerHarness runner(options);
+  // Each job appends "start N" and "end N"; with one slot they cannot interleave.
+  for (int i = 1; i <= 3; ++i) {
+    const std::string n = std::to_string(i);
+    runner.send(runner.job(
+        "s" + n, "run_command",
+        {{"command", "echo start " + n + " >> order; sleep 0.2; echo end " + n + " >> order"}}));
+  }
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(runner.receive_a<proto::JobResult>());
+  EXPECT_EQ(runner.tree().read("wt/order"), "start 1\nend 1\nstart 2\nend 2\nstart 3\nend 3\n");
+}
+
+TEST(LaneRunner, NonUtf8OutputSurvivesTheTrip) {
+  RunnerHarness runner;
+  const auto out = runner.shell("printf 'a\\377\\376b'");
+  ASSERT_TRUE(out.contains("stdout_base64")) << out.dump();
+  auto bytes = proto::base64_decode(out["stdout_base64"].get<std::string>());
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*bytes, std::string("a\xff\xfe"
+                                "b"));
+}
+
+TEST(LaneRunner, HeavyLaneStreamsOutputChunksBeforeTheResult) {
+  RunnerOptions options;
+  options.lane = "heavy";
+  options.stream_output = true;
+  RunnerHarness runner(options);
+  runner.send(runner.job("h1", "run_command", {{"command", "echo building"}}));
+  std::string streamed;
+  for (;;) {
+    auto message = runner.receive();
+    ASSERT_TRUE(message);
+    if (auto* chunk = std::get_if<proto::OutputChunk>(&*message)) streamed += chunk->data;
+    if (std::holds_alternative<proto::JobResult>(*message)) break;
+  }
+  EXPECT_NE(streamed.find("building"), std::string::npos);
+}
+
+TEST(LaneRunner, AChildHoldingStdoutOpenDoesNotHangTheJob) {
+  RunnerHarness runner;
+  const auto out = runner.shell("sleep 1000.3333 & echo parent done", 60'000);
+  EXPECT_EQ(out["exit_code"], 0);
+  EXPECT_EQ(out["timed_out"], false);
+  EXPECT_EQ(out["stdout"], "parent done\n");
+  EXPECT_TRUE(processes_with("sleep 1000.3333").empty());
+}
+
+TEST(LaneRunner, HeartbeatsAreAnswered) {
+  RunnerHarness runner;
+  runner.send(proto::Heartbeat{42});
+  const auto ack = runner.receive_a<proto::HeartbeatAck>();
+  ASSERT_TRUE(ack);
+  EXPECT_EQ(ack->seq, 42u);
+}
+
+TEST(LaneRunner, RefusesAWorktreeOutsideItsRoots) {
+  RunnerHarness runner;
+  auto job = runner.job("w1", "read_file", {{"path", "x"}});
+  job.worktree = "/usr";
+  runner.send(job);
+  const auto result = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, JobStatus::error);
+  ASSERT_TRUE(result->error);
+  EXPECT_NE(result->error->find("not beneath a configured worktree root"), std::string::npos);
+}
+
+TEST(LaneRunner, RefusesADuplicateJobId) {
+  RunnerHarness runner;
+  runner.send(runner.job("d1", "run_command", {{"command", "exec sleep 1000.4444"}}));
+  runner.send(runner.job("d1", "read_file", {{"path", "x"}}));
+  const auto result = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, JobStatus::error);
+  EXPECT_NE(result->error->find("already running"), std::string::npos);
+  runner.send(proto::Cancel{"d1"});
+  ASSERT_TRUE(runner.receive_a<proto::JobResult>());
+}
+
+TEST(LaneRunner, ShutdownCancelsJobsAndExitsCleanly) {
+  RunnerHarness runner;
+  runner.send(runner.job("x1", "run_command", {{"command", "exec sleep 1000.5555"}}));
+  ASSERT_TRUE(runner.receive_a<proto::JobAck>());
+  runner.send(proto::Shutdown{});
+  const auto result = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, JobStatus::cancelled);
+  const int status = runner.wait_exit();
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(processes_with("sleep 1000.5555").empty());
+}
+
+TEST(LaneRunner, AnOversizedFrameClosesTheLink) {
+  RunnerHarness runner;
+  // A length header announcing 2 GiB: refused before anything is allocated.
+  runner.send_raw(std::string("\x7f\xff\xff\xff{}", 6));
+  const int status = runner.wait_exit();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(runner.runner_stderr().find("bad frame"), std::string::npos);
+}
+
+TEST(LaneRunner, ANonJsonFrameClosesTheLink) {
+  RunnerHarness runner;
+  runner.send_raw(std::string("\x00\x00\x00\x05hello", 9));
+  const int status = runner.wait_exit();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+TEST(LaneRunner, AMessageOfTheWrongShapeClosesTheLink) {
+  RunnerHarness runner;
+  auto frame = proto::encode_frame({{"type", "job"}, {"job_id", 7}});
+  ASSERT_TRUE(frame.ok());
+  runner.send_raw(*frame);
+  const int status = runner.wait_exit();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(runner.runner_stderr().find("bad message"), std::string::npos);
+}
+
+TEST(LaneRunner, KilledRunnerTakesItsJobsWithIt) {
+  RunnerHarness runner;
+  runner.send(runner.job("k1", "run_command", {{"command", "exec sleep 1000.6666"}}));
+  ASSERT_TRUE(runner.receive_a<proto::JobAck>());
+  ASSERT_TRUE(wait_for_process("sleep 1000.6666", std::chrono::seconds(20)))
+      << "the job never started";
+  ::kill(runner.pid(), SIGKILL);
+  runner.wait_exit();
+  // The job's PID 1 dies with the runner (PR_SET_PDEATHSIG), and its PID
+  // namespace with it; the kernel does that asynchronously, hence the bound.
+  EXPECT_TRUE(processes_with_after("sleep 1000.6666", std::chrono::seconds(10)).empty());
+}
+
+}  // namespace
+}  // namespace loopr::test
