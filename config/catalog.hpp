@@ -1,0 +1,107 @@
+// The tool catalog: for every tool, the lane that runs it, its limits, its
+// safety tier and the JSON Schema of its arguments (DESIGN §5, §6).
+//
+// Sources, in order, later wins per field (DESIGN §2): the built-in defaults
+// (builtin_catalog.cpp), then $XDG_CONFIG_HOME/loopr/catalog.toml, then
+// <repo>/.loopr/catalog.toml. A file is a set of [tools.<name>] tables:
+//
+//   [tools.grep]                 # override only what you set
+//   timeout_ms = 90000
+//
+//   [tools.lint]                 # a new tool: lane, description and
+//   lane = "heavy"               # input_schema are required
+//   description = "Run the linter"
+//   input_schema = '''{"type": "object", "properties": {},
+//                      "additionalProperties": false}'''
+//
+// Keys: lane, timeout_ms, max_output_bytes, description, enabled, tier,
+// input_schema (a JSON string). Any mistake is a loopr::ConfigError
+// "FILE:LINE: tools.NAME.KEY: what is wrong".
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace loopr::config {
+
+// Drives scheduling and approval (DESIGN §6): read-only calls of one model
+// turn run in parallel, others in order; privileged ones may wait for approval.
+enum class SafetyTier { read_only, side_effecting, privileged };
+
+// "read-only", "side-effecting", "privileged"
+std::string_view to_string(SafetyTier tier);
+std::optional<SafetyTier> parse_safety_tier(std::string_view text);
+
+// Lanes. The first three are served by loopr-runner processes; "daemon" tools
+// (complete_task, create_*, memory_*) are handled inside looprd and never
+// reach a runner, so a tool never moves between the two kinds.
+namespace lanes {
+inline constexpr std::string_view no_net = "no-net";
+inline constexpr std::string_view net = "net";
+inline constexpr std::string_view heavy = "heavy";
+inline constexpr std::string_view daemon = "daemon";
+}  // namespace lanes
+inline constexpr std::string_view kLanes[] = {lanes::no_net, lanes::net, lanes::heavy,
+                                              lanes::daemon};
+inline constexpr std::string_view kRunnerLanes[] = {lanes::no_net, lanes::net, lanes::heavy};
+bool is_known_lane(std::string_view lane);
+bool is_runner_lane(std::string_view lane);
+
+// Upper bounds a file may set. A job's whole output travels back in one
+// runner frame capped at 16 MiB (DESIGN §4) after a lossless escape that may
+// grow it, hence 8 MiB; a day is the longest timeout that still means one.
+inline constexpr std::int64_t kMaxOutputBytesLimit = 8 * 1024 * 1024;
+inline constexpr std::int64_t kMaxTimeoutMs = 24LL * 60 * 60 * 1000;
+
+struct ToolSpec {
+  std::string name;
+  std::string lane;                   // one of kLanes
+  std::int64_t timeout_ms = 0;        // > 0
+  std::int64_t max_output_bytes = 0;  // > 0, ≤ kMaxOutputBytesLimit
+  std::string description;            // written for the model
+  bool enabled = true;
+  SafetyTier tier = SafetyTier::privileged;
+  nlohmann::json input_schema;  // passes check_tool_schema()
+};
+
+class Catalog {
+ public:
+  // Every tool of DESIGN §5 with its default lane, limits, tier and schema.
+  static Catalog builtin();
+  // builtin(), then each file of `files` that exists, in order. A file that
+  // exists but cannot be read or is wrong is a ConfigError.
+  static Catalog load(const std::vector<std::string>& files);
+
+  // Merges one catalog file over this catalog; all-or-nothing: on a
+  // ConfigError the catalog is unchanged. `name` is the file name used in
+  // error messages.
+  void merge_file(const std::string& path);
+  void merge_toml(std::istream& in, const std::string& name);
+
+  // The pointers stay valid until the next merge.
+  const ToolSpec* find(std::string_view name) const;
+  std::vector<const ToolSpec*> enabled_tools() const;
+  // All tools, enabled or not: built-in ones in DESIGN §5 order, then added
+  // ones in the order their files defined them.
+  const std::vector<ToolSpec>& tools() const& { return tools_; }
+  // On a temporary catalog, the tools themselves (a reference would dangle).
+  std::vector<ToolSpec> tools() && { return std::move(tools_); }
+
+ private:
+  std::vector<ToolSpec> tools_;
+};
+
+// The tool list handed to an LLM: [{"name", "description", "input_schema"}]
+// for the enabled tools, in catalog order; with `only` (a loop type's tool
+// list), just those, in that order, leaving out disabled ones. A name in
+// `only` that the catalog does not know is a ConfigError.
+nlohmann::json llm_tool_definitions(const Catalog& catalog,
+                                    const std::vector<std::string>& only = {});
+
+}  // namespace loopr::config

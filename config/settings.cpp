@@ -1,0 +1,573 @@
+#include "config/settings.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <istream>
+#include <set>
+
+#include "common/error.hpp"
+#include "config/toml_reader.hpp"
+
+namespace loopr::config {
+
+namespace {
+
+using detail::fail;
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+// One protocol line may be 16 MiB (DESIGN §3); a client queue must hold one.
+constexpr std::int64_t kMinClientQueueBytes = 16 * kMiB;
+
+const std::map<std::string, std::vector<std::string>>& default_loop_tools() {
+  // reference/seeds/003 "Loop Type Tool Configuration".
+  static const std::map<std::string, std::vector<std::string>> tools = {
+      {"plan", {"read_file", "write_file", "glob", "grep", "create_plan", "complete_task"}},
+      {"spec",
+       {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
+        "create_spec", "complete_task"}},
+      {"phase",
+       {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
+        "create_phase", "complete_task"}},
+      {"code",
+       {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
+        "build", "test", "complete_task"}},
+  };
+  return tools;
+}
+
+ProviderSettings provider_defaults(ProviderKind kind) {
+  ProviderSettings p;
+  p.kind = kind;
+  switch (kind) {
+    case ProviderKind::anthropic:
+      p.base_url = "https://api.anthropic.com";
+      p.model = "claude-sonnet-4-5";
+      p.api_key_env = "ANTHROPIC_API_KEY";
+      break;
+    case ProviderKind::openai:
+      p.base_url = "https://api.openai.com/v1";
+      p.model = "gpt-4.1";
+      p.api_key_env = "OPENAI_API_KEY";
+      break;
+    case ProviderKind::scripted:
+      p.max_retries = 0;
+      break;
+  }
+  return p;
+}
+
+ProviderKind parse_provider_kind(std::string_view text) {
+  if (text == "openai") return ProviderKind::openai;
+  if (text == "scripted") return ProviderKind::scripted;
+  return ProviderKind::anthropic;
+}
+
+ApprovalPolicy parse_policy(std::string_view text) {
+  if (text == "ask") return ApprovalPolicy::ask;
+  if (text == "deny") return ApprovalPolicy::deny;
+  return ApprovalPolicy::automatic;
+}
+
+bool is_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Applies one loopr.toml document to a Settings, section by section.
+class SettingsReader {
+ public:
+  SettingsReader(Settings& settings, const EnvLookup& env) : s_(settings), env_(env) {}
+
+  void apply(const toml::value& document) {
+    for (const auto& entry : detail::entries(document)) {
+      const toml::value& v = *entry.value;
+      const std::string& key = entry.key;
+      if (key == "daemon") {
+        daemon(v);
+      } else if (key == "sandbox") {
+        sandbox(v);
+      } else if (key == "lanes") {
+        lanes(v);
+      } else if (key == "approval") {
+        approval(v);
+      } else if (key == "commands") {
+        commands(v);
+      } else if (key == "loops") {
+        loops(v);
+      } else if (key == "providers") {
+        providers(v);
+      } else if (key == "llm") {
+        llm(v);
+      } else {
+        fail(v, key,
+             "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
+             "[commands], [loops.*], [providers.*] and [llm]");
+      }
+    }
+  }
+
+ private:
+  void note(const std::string& key, const toml::value& v) {
+    s_.origins[key] = Origin{v.location().file_name(), detail::line_of(v)};
+  }
+
+  // An absolute path or one starting with "~/", returned with "~" expanded.
+  std::string path(const toml::value& v, const std::string& key, bool may_be_empty) {
+    const std::string text = detail::read_string(v, key);
+    if (text.empty()) {
+      if (may_be_empty) return text;
+      fail(v, key, "must be a path, got an empty string");
+    }
+    if (text == "~" || text.starts_with("~/")) {
+      auto expanded = expand_home(text, env_);
+      if (!expanded) fail(v, key, "starts with ~ but HOME is not set; write an absolute path");
+      return *expanded;
+    }
+    if (!fs::path(text).is_absolute()) {
+      fail(v, key, "must be an absolute path or start with ~/, got \"" + text + "\"");
+    }
+    std::string out = fs::path(text).lexically_normal().string();
+    if (out.size() > 1 && out.back() == '/') out.pop_back();
+    return out;
+  }
+
+  std::vector<std::string> path_list(const toml::value& v, const std::string& key) {
+    detail::read_string_list(v, key);
+    std::vector<std::string> out;
+    std::size_t index = 0;
+    for (const auto& item : v.as_array()) {
+      out.push_back(path(item, key + "[" + std::to_string(index++) + "]", false));
+    }
+    return out;
+  }
+
+  void daemon(const toml::value& table) {
+    detail::require_table(table, "daemon");
+    detail::refuse_unknown_keys(table, "daemon",
+                                {"socket", "state_dir", "log_level", "max_client_queue_bytes",
+                                 "heartbeat_interval_ms", "runner_restart_backoff_ms"});
+    auto& d = s_.daemon;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "daemon." + entry.key;
+      note(key, v);
+      if (entry.key == "socket") {
+        d.socket_path = path(v, key, true);
+      } else if (entry.key == "state_dir") {
+        d.state_dir = path(v, key, true);
+      } else if (entry.key == "log_level") {
+        const auto level = detail::read_choice(v, key, {"trace", "debug", "info", "warn", "error"});
+        d.log_level = level == "trace"   ? LogLevel::trace
+                      : level == "debug" ? LogLevel::debug
+                      : level == "info"  ? LogLevel::info
+                      : level == "warn"  ? LogLevel::warn
+                                         : LogLevel::error;
+      } else if (entry.key == "max_client_queue_bytes") {
+        d.max_client_queue_bytes = detail::read_integer_in(
+            v, key, kMinClientQueueBytes, 4096 * kMiB, "bytes; at least one 16 MiB protocol line");
+      } else if (entry.key == "heartbeat_interval_ms") {
+        d.heartbeat_interval_ms = detail::read_integer_in(v, key, 100, 600000, "milliseconds");
+      } else if (entry.key == "runner_restart_backoff_ms") {
+        d.runner_restart_backoff_ms = detail::read_integer_in(v, key, 10, 600000, "milliseconds");
+      }
+    }
+  }
+
+  void sandbox(const toml::value& table) {
+    detail::require_table(table, "sandbox");
+    detail::refuse_unknown_keys(
+        table, "sandbox", {"mode", "worktree_roots", "read_paths", "hidden_paths", "tmp_size_mb"});
+    auto& sb = s_.sandbox;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "sandbox." + entry.key;
+      note(key, v);
+      if (entry.key == "mode") {
+        sb.mode = detail::read_choice(v, key, {"on", "off"}) == "off" ? SandboxMode::off
+                                                                      : SandboxMode::on;
+      } else if (entry.key == "worktree_roots") {
+        sb.worktree_roots = path_list(v, key);
+      } else if (entry.key == "read_paths") {
+        sb.read_paths = path_list(v, key);
+      } else if (entry.key == "hidden_paths") {
+        sb.hidden_paths = path_list(v, key);
+      } else if (entry.key == "tmp_size_mb") {
+        sb.tmp_size_mb = detail::read_integer_in(v, key, 1, 65536, "MiB");
+      }
+    }
+  }
+
+  void lanes(const toml::value& table) {
+    detail::require_table(table, "lanes");
+    for (const auto& lane_entry : detail::entries(table)) {
+      const std::string& lane = lane_entry.key;
+      const std::string base = "lanes." + lane;
+      const toml::value& lt = *lane_entry.value;
+      if (!is_runner_lane(lane)) {
+        fail(lt, base,
+             lane == lanes::daemon ? "lane daemon has no settings: its tools run inside looprd"
+                                   : "unknown lane; lanes with settings are no-net, net and heavy");
+      }
+      detail::require_table(lt, base);
+      detail::refuse_unknown_keys(lt, base,
+                                  {"slots", "network", "memory_mb", "pids_max", "cpu_weight"});
+      auto& ls = s_.lanes[lane];
+      for (const auto& entry : detail::entries(lt)) {
+        const toml::value& v = *entry.value;
+        const std::string key = base + "." + entry.key;
+        note(key, v);
+        if (entry.key == "slots") {
+          ls.slots = detail::read_integer_in(v, key, 1, 256, "concurrent jobs");
+        } else if (entry.key == "network") {
+          ls.network = detail::read_bool(v, key);
+          if (lane == lanes::no_net && ls.network) {
+            fail(v, key,
+                 "lane no-net never has network access; give a tool that needs the network "
+                 "lane \"net\" in catalog.toml instead");
+          }
+        } else if (entry.key == "memory_mb") {
+          ls.memory_mb = detail::read_integer_in(v, key, 16, 1024 * 1024, "MiB");
+        } else if (entry.key == "pids_max") {
+          ls.pids_max = detail::read_integer_in(v, key, 8, 4194304, "processes");
+        } else if (entry.key == "cpu_weight") {
+          ls.cpu_weight = detail::read_integer_in(v, key, 1, 10000, "cgroup cpu.weight");
+        }
+      }
+    }
+  }
+
+  void policy_map(const toml::value& table, const std::string& base,
+                  std::map<std::string, ApprovalPolicy>& out, bool lanes_only) {
+    detail::require_table(table, base);
+    for (const auto& entry : detail::entries(table)) {
+      const std::string key = base + "." + entry.key;
+      if (lanes_only && !is_known_lane(entry.key)) {
+        fail(*entry.value, key, "unknown lane; lanes are no-net, net, heavy, daemon");
+      }
+      note(key, *entry.value);
+      out[entry.key] =
+          parse_policy(detail::read_choice(*entry.value, key, {"auto", "ask", "deny"}));
+    }
+  }
+
+  void approval(const toml::value& table) {
+    detail::require_table(table, "approval");
+    detail::refuse_unknown_keys(table, "approval", {"default", "timeout_s", "tools", "lanes"});
+    auto& a = s_.approval;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "approval." + entry.key;
+      note(key, v);
+      if (entry.key == "default") {
+        a.default_policy = parse_policy(detail::read_choice(v, key, {"auto", "ask", "deny"}));
+      } else if (entry.key == "timeout_s") {
+        a.timeout_s = detail::read_integer_in(v, key, 1, 86400, "seconds");
+      } else if (entry.key == "tools") {
+        policy_map(v, key, a.tools, false);
+      } else if (entry.key == "lanes") {
+        policy_map(v, key, a.lanes, true);
+      }
+    }
+  }
+
+  void commands(const toml::value& table) {
+    detail::require_table(table, "commands");
+    detail::refuse_unknown_keys(table, "commands", {"build", "test", "validate"});
+    for (const auto& entry : detail::entries(table)) {
+      const std::string key = "commands." + entry.key;
+      note(key, *entry.value);
+      const std::string command = detail::read_string(*entry.value, key);
+      if (entry.key == "build") s_.commands.build = command;
+      if (entry.key == "test") s_.commands.test = command;
+      if (entry.key == "validate") s_.commands.validate = command;
+    }
+  }
+
+  void loops(const toml::value& table) {
+    detail::require_table(table, "loops");
+    for (const auto& loop_entry : detail::entries(table)) {
+      const std::string base = "loops." + loop_entry.key;
+      const toml::value& lt = *loop_entry.value;
+      if (std::find(std::begin(kLoopTypes), std::end(kLoopTypes), loop_entry.key) ==
+          std::end(kLoopTypes)) {
+        fail(lt, base, "unknown loop type; loop types are plan, spec, phase, code");
+      }
+      detail::require_table(lt, base);
+      detail::refuse_unknown_keys(
+          lt, base, {"tools", "prompt_template", "validation_command", "max_iterations"});
+      auto& loop = s_.loops[loop_entry.key];
+      for (const auto& entry : detail::entries(lt)) {
+        const toml::value& v = *entry.value;
+        const std::string key = base + "." + entry.key;
+        note(key, v);
+        if (entry.key == "tools") {
+          loop.tools = detail::read_string_list(v, key);
+          std::set<std::string> seen;
+          for (std::size_t i = 0; i < loop.tools.size(); ++i) {
+            if (!seen.insert(loop.tools[i]).second) {
+              fail(v.as_array()[i], key + "[" + std::to_string(i) + "]",
+                   "names tool '" + loop.tools[i] + "' twice");
+            }
+          }
+        } else if (entry.key == "prompt_template") {
+          const std::string text = detail::read_string(v, key);
+          if (text.empty()) fail(v, key, "must name a built-in template or a template file");
+          loop.prompt_template =
+              text.find('/') == std::string::npos && text != "~" ? text : path(v, key, false);
+        } else if (entry.key == "validation_command") {
+          loop.validation_command = detail::read_string(v, key);
+        } else if (entry.key == "max_iterations") {
+          loop.max_iterations = detail::read_integer_in(v, key, 1, 10000, "iterations");
+        }
+      }
+    }
+  }
+
+  void providers(const toml::value& table) {
+    detail::require_table(table, "providers");
+    for (const auto& provider_entry : detail::entries(table)) {
+      const std::string& name = provider_entry.key;
+      const std::string base = "providers." + name;
+      const toml::value& pt = *provider_entry.value;
+      if (!is_name(name)) fail(pt, base, "a provider name may use only letters, digits, _ and -");
+      detail::require_table(pt, base);
+      for (const auto& entry : detail::entries(pt)) {
+        if (entry.key == "api_key" || entry.key == "key" || entry.key == "token") {
+          fail(*entry.value, base + "." + entry.key,
+               "API keys do not belong in loopr.toml; set api_key_env (the name of an "
+               "environment variable holding the key) or key_file");
+        }
+      }
+      detail::refuse_unknown_keys(
+          pt, base,
+          {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script"});
+      note(base, pt);
+      auto existing = s_.providers.find(name);
+      ProviderSettings p;
+      if (existing != s_.providers.end()) {
+        p = existing->second;
+      } else {
+        if (!pt.contains("kind")) {
+          fail(pt, base, "a new provider must set kind: \"anthropic\", \"openai\" or \"scripted\"");
+        }
+        p = provider_defaults(parse_provider_kind(detail::read_choice(
+            pt.at("kind"), base + ".kind", {"anthropic", "openai", "scripted"})));
+      }
+      for (const auto& entry : detail::entries(pt)) {
+        const toml::value& v = *entry.value;
+        const std::string key = base + "." + entry.key;
+        note(key, v);
+        if (entry.key == "kind") {
+          p.kind =
+              parse_provider_kind(detail::read_choice(v, key, {"anthropic", "openai", "scripted"}));
+        } else if (entry.key == "base_url") {
+          p.base_url = detail::read_string(v, key);
+          if (!p.base_url.starts_with("https://") && !p.base_url.starts_with("http://")) {
+            fail(v, key, "must be an http:// or https:// URL, got \"" + p.base_url + "\"");
+          }
+        } else if (entry.key == "model") {
+          p.model = detail::read_string(v, key);
+        } else if (entry.key == "api_key_env") {
+          p.api_key_env = detail::read_string(v, key);
+          if (!p.api_key_env.empty() && !is_env_name(p.api_key_env)) {
+            fail(v, key,
+                 "must be the NAME of an environment variable (letters, digits, _), not the key "
+                 "itself");
+          }
+        } else if (entry.key == "key_file") {
+          p.key_file = path(v, key, true);
+        } else if (entry.key == "max_retries") {
+          p.max_retries = detail::read_integer_in(v, key, 0, 20, "retries");
+        } else if (entry.key == "script") {
+          p.script = path(v, key, true);
+        }
+      }
+      s_.providers[name] = std::move(p);
+    }
+  }
+
+  void llm(const toml::value& table) {
+    detail::require_table(table, "llm");
+    detail::refuse_unknown_keys(table, "llm", {"provider"});
+    if (table.contains("provider")) {
+      const toml::value& v = table.at("provider");
+      note("llm.provider", v);
+      s_.llm.provider = detail::read_string(v, "llm.provider");
+    }
+  }
+
+  Settings& s_;
+  const EnvLookup& env_;
+};
+
+// "FILE:LINE: KEY: " for a key set by a file, "built-in defaults: KEY: " else.
+[[noreturn]] void fail_at_origin(const Settings& s, const std::string& key,
+                                 const std::string& message) {
+  auto it = s.origins.find(key);
+  if (it == s.origins.end()) throw ConfigError("built-in defaults: " + key + ": " + message);
+  throw ConfigError(it->second.file + ":" + std::to_string(it->second.line) + ": " + key + ": " +
+                    message);
+}
+
+// Checks that span sections, once a whole document has been applied.
+void check_consistency(const Settings& s) {
+  if (s.providers.count(s.llm.provider) == 0) {
+    std::vector<std::string> names;
+    for (const auto& [name, p] : s.providers)
+      names.push_back(name);
+    fail_at_origin(
+        s, "llm.provider",
+        "no provider named \"" + s.llm.provider + "\"; providers are " + detail::join(names));
+  }
+  for (const auto& [name, p] : s.providers) {
+    const std::string base = "providers." + name;
+    if (p.kind == ProviderKind::scripted) {
+      if (p.script.empty()) {
+        fail_at_origin(s, base, "a scripted provider must set script (a recorded session file)");
+      }
+      continue;
+    }
+    if (p.base_url.empty()) fail_at_origin(s, base, "must set base_url");
+    if (p.model.empty()) fail_at_origin(s, base, "must set model");
+    if (p.api_key_env.empty() && p.key_file.empty() && p.base_url.starts_with("https://")) {
+      fail_at_origin(s, base,
+                     "must set api_key_env or key_file (a local http:// server may do without)");
+    }
+  }
+}
+
+Settings merged(const Settings& base, const toml::value& document, const EnvLookup& env) {
+  Settings next = base;
+  SettingsReader(next, env).apply(document);
+  check_consistency(next);
+  return next;
+}
+
+}  // namespace
+
+std::string_view to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::trace:
+      return "trace";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+  }
+  return "info";
+}
+
+std::string_view to_string(SandboxMode mode) {
+  return mode == SandboxMode::off ? "off" : "on";
+}
+
+std::string_view to_string(ApprovalPolicy policy) {
+  switch (policy) {
+    case ApprovalPolicy::automatic:
+      return "auto";
+    case ApprovalPolicy::ask:
+      return "ask";
+    case ApprovalPolicy::deny:
+      return "deny";
+  }
+  return "ask";
+}
+
+std::string_view to_string(ProviderKind kind) {
+  switch (kind) {
+    case ProviderKind::anthropic:
+      return "anthropic";
+    case ProviderKind::openai:
+      return "openai";
+    case ProviderKind::scripted:
+      return "scripted";
+  }
+  return "anthropic";
+}
+
+Settings Settings::defaults() {
+  Settings s;
+  // Two cores is the reference machine: a few cheap no-net jobs in parallel,
+  // one heavy build at a time.
+  s.lanes[std::string(lanes::no_net)] = LaneSettings{4, false, 1024, 256, std::nullopt};
+  s.lanes[std::string(lanes::net)] = LaneSettings{2, true, 1024, 256, std::nullopt};
+  s.lanes[std::string(lanes::heavy)] = LaneSettings{1, true, 4096, 1024, std::nullopt};
+  for (const auto& [type, tools] : default_loop_tools()) {
+    LoopSettings loop;
+    loop.tools = tools;
+    loop.prompt_template = type;
+    loop.max_iterations = type == "code" ? 50 : 10;
+    s.loops[type] = std::move(loop);
+  }
+  s.providers["anthropic"] = provider_defaults(ProviderKind::anthropic);
+  s.providers["openai"] = provider_defaults(ProviderKind::openai);
+  s.llm.provider = "anthropic";
+  return s;
+}
+
+Settings Settings::load(const std::string& path, const EnvLookup& env) {
+  std::error_code ec;
+  const bool present = fs::exists(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw ConfigError(path + ": cannot check the file: " + ec.message());
+  }
+  if (!present) return defaults();
+  return merged(defaults(), detail::parse_document_file(path), env);
+}
+
+void Settings::merge_toml(std::istream& in, const std::string& name, const EnvLookup& env) {
+  *this = merged(*this, detail::parse_document(in, name), env);
+}
+
+void Settings::validate_against(const Catalog& catalog) const {
+  auto known = [&] {
+    std::vector<std::string> names;
+    for (const auto& tool : catalog.tools())
+      names.push_back(tool.name);
+    return detail::join(names);
+  };
+  for (const auto& [type, loop] : loops) {
+    for (const auto& name : loop.tools) {
+      if (catalog.find(name) == nullptr) {
+        fail_at_origin(*this, "loops." + type + ".tools",
+                       "unknown tool '" + name + "'; the catalog has: " + known());
+      }
+    }
+  }
+  for (const auto& [name, policy] : approval.tools) {
+    if (catalog.find(name) == nullptr) {
+      fail_at_origin(*this, "approval.tools." + name,
+                     "unknown tool '" + name + "'; the catalog has: " + known());
+    }
+  }
+}
+
+ApprovalPolicy Settings::approval_for(const ToolSpec& tool) const {
+  if (auto it = approval.tools.find(tool.name); it != approval.tools.end()) return it->second;
+  if (auto it = approval.lanes.find(tool.lane); it != approval.lanes.end()) return it->second;
+  if (approval.default_policy == ApprovalPolicy::automatic && sandbox.mode == SandboxMode::off &&
+      tool.tier == SafetyTier::privileged && is_runner_lane(tool.lane)) {
+    return ApprovalPolicy::ask;
+  }
+  return approval.default_policy;
+}
+
+const ProviderSettings& Settings::active_provider() const {
+  return providers.at(llm.provider);
+}
+
+}  // namespace loopr::config

@@ -1,0 +1,149 @@
+// loopr.toml: the daemon's settings. Every key has a default that gives a
+// working single-user setup, so the file is optional and holds only what the
+// user changes (config/loopr.example.toml lists every key). A mistake — bad
+// syntax, an unknown table or key, a wrong type, a value out of range — is a
+// loopr::ConfigError "FILE:LINE: KEY: what is wrong", and the daemon refuses
+// to start on it.
+//
+// Paths in the file must be absolute or start with "~/"; "~" is expanded from
+// HOME when the file is loaded. API keys never appear here: a provider names
+// the environment variable or the key file that holds its key.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/catalog.hpp"
+#include "config/environment.hpp"
+
+namespace loopr::config {
+
+enum class LogLevel { trace, debug, info, warn, error };
+enum class SandboxMode { on, off };
+// "auto": run without asking; "ask": wait for approval.approve (timeout =
+// deny); "deny": refuse the call.
+enum class ApprovalPolicy { automatic, ask, deny };
+enum class ProviderKind { anthropic, openai, scripted };
+
+std::string_view to_string(LogLevel level);
+std::string_view to_string(SandboxMode mode);
+std::string_view to_string(ApprovalPolicy policy);
+std::string_view to_string(ProviderKind kind);
+
+inline constexpr std::string_view kLoopTypes[] = {"plan", "spec", "phase", "code"};
+
+// Where a key's value came from, for errors found after loading.
+struct Origin {
+  std::string file;        // empty: the built-in defaults
+  std::uint32_t line = 0;  // 0 with the defaults
+};
+
+struct DaemonSettings {
+  std::string socket_path;  // [daemon] socket; empty: see resolve_paths()
+  std::string state_dir;    // empty: see resolve_paths()
+  LogLevel log_level = LogLevel::info;
+  // Cap on the bytes queued to one slow client before it is disconnected; at
+  // least one maximum-size protocol line (16 MiB).
+  std::int64_t max_client_queue_bytes = 64LL * 1024 * 1024;
+  std::int64_t heartbeat_interval_ms = 5000;
+  std::int64_t runner_restart_backoff_ms = 500;  // first delay; doubles up to 30 s
+};
+
+struct SandboxSettings {
+  // "off" runs jobs without any sandbox; it must be written explicitly and
+  // the daemon logs it loudly (DESIGN §7.6).
+  SandboxMode mode = SandboxMode::on;
+  // Folders under which a job's worktree may lie; only the job's own
+  // worktree is made writable. Empty: any worktree the client names.
+  std::vector<std::string> worktree_roots;
+  std::vector<std::string> read_paths;    // readable beyond system folders and the worktree
+  std::vector<std::string> hidden_paths;  // made unreachable, beyond the daemon's own
+  std::int64_t tmp_size_mb = 256;         // the job's private /tmp
+};
+
+// [lanes.no-net|net|heavy]. The cgroup limits are optional: unset means no
+// limit, and a machine without delegated controllers reports their absence.
+struct LaneSettings {
+  std::int64_t slots = 1;  // concurrent jobs, ≥ 1
+  bool network = false;    // always false for no-net
+  std::optional<std::int64_t> memory_mb;
+  std::optional<std::int64_t> pids_max;
+  std::optional<std::int64_t> cpu_weight;  // cgroup v2 cpu.weight, 1..10000
+};
+
+struct ApprovalSettings {
+  ApprovalPolicy default_policy = ApprovalPolicy::automatic;  // key "default"
+  std::int64_t timeout_s = 300;                               // unanswered = deny
+  std::map<std::string, ApprovalPolicy> tools;                // [approval.tools]
+  std::map<std::string, ApprovalPolicy> lanes;                // [approval.lanes]
+};
+
+// The commands the heavy-lane tools build, test and validate run (sh -c);
+// empty: the tool reports that no command is configured.
+struct CommandSettings {
+  std::string build;
+  std::string test;
+  std::string validate;
+};
+
+struct LoopSettings {
+  std::vector<std::string> tools;  // offered to the model, in this order
+  // A built-in template name ("plan", "spec", "phase", "code") or the path of
+  // a template file (absolute after loading).
+  std::string prompt_template;
+  // Run on the heavy lane after each iteration; empty: [commands] validate.
+  std::string validation_command;
+  std::int64_t max_iterations = 10;
+};
+
+struct ProviderSettings {
+  ProviderKind kind = ProviderKind::anthropic;
+  std::string base_url;     // http(s); empty for scripted
+  std::string model;        // empty for scripted
+  std::string api_key_env;  // name of the variable holding the key
+  std::string key_file;     // or a file holding it (absolute); tried after api_key_env
+  std::int64_t max_retries = 3;
+  std::string script;  // scripted: the recorded session file (absolute)
+};
+
+struct LlmSettings {
+  std::string provider = "anthropic";  // a key of Settings::providers
+};
+
+struct Settings {
+  DaemonSettings daemon;
+  SandboxSettings sandbox;
+  std::map<std::string, LaneSettings> lanes;  // exactly no-net, net, heavy
+  ApprovalSettings approval;
+  CommandSettings commands;
+  std::map<std::string, LoopSettings> loops;  // exactly kLoopTypes
+  std::map<std::string, ProviderSettings> providers;
+  LlmSettings llm;
+  // Dotted key ("loops.code.tools") → where a file set it; keys left at their
+  // default are absent.
+  std::map<std::string, Origin> origins;
+
+  static Settings defaults();
+  // defaults() with `path` merged over it; a missing file is not an error.
+  static Settings load(const std::string& path, const EnvLookup& env = process_env());
+  // Merges one document over these settings; all-or-nothing.
+  void merge_toml(std::istream& in, const std::string& name, const EnvLookup& env);
+
+  // Checks what needs the catalog: every tool named in [loops.*] tools and in
+  // [approval.tools] exists. Throws ConfigError naming file, line and key.
+  void validate_against(const Catalog& catalog) const;
+
+  // The policy for a call of `tool`: [approval.tools], then [approval.lanes],
+  // then the default. With the sandbox off, a privileged tool whose policy
+  // would be "auto" only by default is "ask": auto is meant for calls that
+  // run inside a lane sandbox (DESIGN §6).
+  ApprovalPolicy approval_for(const ToolSpec& tool) const;
+  const ProviderSettings& active_provider() const;
+};
+
+}  // namespace loopr::config

@@ -1,0 +1,335 @@
+#include "config/catalog.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "config/schema_check.hpp"
+#include "tests/config/config_error.hpp"
+#include "tests/support/temp_tree.hpp"
+
+namespace loopr::config {
+namespace {
+
+using test::config_error;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Expected {
+  const char* name;
+  const char* lane;
+  std::int64_t timeout_ms;
+  SafetyTier tier;
+};
+
+// DESIGN §5.
+constexpr Expected kDesignTools[] = {
+    {"read_file", "no-net", 10000, SafetyTier::read_only},
+    {"write_file", "no-net", 10000, SafetyTier::side_effecting},
+    {"edit_file", "no-net", 10000, SafetyTier::side_effecting},
+    {"file_delete", "no-net", 10000, SafetyTier::side_effecting},
+    {"list_directory", "no-net", 5000, SafetyTier::read_only},
+    {"glob", "no-net", 30000, SafetyTier::read_only},
+    {"grep", "no-net", 60000, SafetyTier::read_only},
+    {"run_command", "net", 120000, SafetyTier::privileged},
+    {"run_command_isolated", "no-net", 120000, SafetyTier::privileged},
+    {"build", "heavy", 600000, SafetyTier::privileged},
+    {"test", "heavy", 600000, SafetyTier::privileged},
+    {"validate", "heavy", 600000, SafetyTier::privileged},
+    {"web_fetch", "net", 30000, SafetyTier::side_effecting},
+    {"web_search", "net", 30000, SafetyTier::side_effecting},
+    {"complete_task", "daemon", 1000, SafetyTier::side_effecting},
+    {"create_plan", "daemon", 5000, SafetyTier::side_effecting},
+    {"create_spec", "daemon", 5000, SafetyTier::side_effecting},
+    {"create_phase", "daemon", 5000, SafetyTier::side_effecting},
+    {"memory_search", "daemon", 5000, SafetyTier::read_only},
+    {"memory_save", "daemon", 5000, SafetyTier::side_effecting},
+    {"memory_update", "daemon", 5000, SafetyTier::side_effecting},
+    {"memory_delete", "daemon", 5000, SafetyTier::side_effecting},
+};
+
+Catalog merged(std::string_view text, const std::string& name = "catalog.toml") {
+  Catalog catalog = Catalog::builtin();
+  std::istringstream in{std::string(text)};
+  catalog.merge_toml(in, name);
+  return catalog;
+}
+
+std::string merge_error(std::string_view text) {
+  return config_error([&] { merged(text); });
+}
+
+std::set<std::string> keys_of(const nlohmann::json& object) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : object.items())
+    keys.insert(key);
+  return keys;
+}
+
+TEST(BuiltinCatalog, HasEveryDesignToolWithItsLaneTimeoutAndTier) {
+  const Catalog catalog = Catalog::builtin();
+  EXPECT_EQ(catalog.tools().size(), std::size(kDesignTools));
+  for (const auto& expected : kDesignTools) {
+    SCOPED_TRACE(expected.name);
+    const ToolSpec* tool = catalog.find(expected.name);
+    ASSERT_NE(tool, nullptr);
+    EXPECT_EQ(tool->name, expected.name);
+    EXPECT_EQ(tool->lane, expected.lane);
+    EXPECT_EQ(tool->timeout_ms, expected.timeout_ms);
+    EXPECT_EQ(tool->tier, expected.tier);
+    EXPECT_TRUE(tool->enabled);
+    EXPECT_GT(tool->max_output_bytes, 0);
+    EXPECT_LE(tool->max_output_bytes, kMaxOutputBytesLimit);
+    EXPECT_GE(tool->description.size(), 20u);
+  }
+  for (const char* heavy : {"build", "test", "validate"}) {
+    EXPECT_EQ(catalog.find(heavy)->max_output_bytes, 1000000) << heavy;
+  }
+  EXPECT_EQ(catalog.find("nope"), nullptr);
+}
+
+TEST(BuiltinCatalog, EverySchemaIsAStrictObjectSchema) {
+  for (const auto& tool : Catalog::builtin().tools()) {
+    SCOPED_TRACE(tool.name);
+    const auto& schema = tool.input_schema;
+    ASSERT_TRUE(schema.is_object());
+    EXPECT_EQ(schema["type"], "object");
+    EXPECT_EQ(schema["additionalProperties"], false);
+    ASSERT_TRUE(schema["properties"].is_object());
+    for (const auto& name : schema.value("required", nlohmann::json::array())) {
+      EXPECT_TRUE(schema["properties"].contains(name.get<std::string>())) << name;
+    }
+    const auto problem = check_tool_schema(schema);
+    EXPECT_FALSE(problem.has_value()) << *problem;
+  }
+}
+
+TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
+  const Catalog c = Catalog::builtin();
+  auto properties = [&](const char* tool) {
+    return keys_of(c.find(tool)->input_schema["properties"]);
+  };
+  auto required = [&](const char* tool) {
+    std::set<std::string> out;
+    for (const auto& n : c.find(tool)->input_schema.value("required", nlohmann::json::array())) {
+      out.insert(n.get<std::string>());
+    }
+    return out;
+  };
+  using Set = std::set<std::string>;
+  EXPECT_EQ(properties("read_file"), (Set{"path", "offset", "limit"}));
+  EXPECT_EQ(required("read_file"), (Set{"path"}));
+  const auto& read = c.find("read_file")->input_schema["properties"];
+  EXPECT_EQ(read["offset"]["minimum"], 1);
+  EXPECT_EQ(read["offset"]["default"], 1);
+  EXPECT_EQ(read["limit"]["default"], 2000);
+  EXPECT_EQ(properties("write_file"), (Set{"path", "content"}));
+  EXPECT_EQ(required("write_file"), (Set{"path", "content"}));
+  EXPECT_EQ(properties("edit_file"),
+            (Set{"path", "old_string", "new_string", "replace_all", "edits"}));
+  EXPECT_EQ(required("edit_file"), (Set{"path"}));
+  EXPECT_EQ(
+      keys_of(c.find("edit_file")->input_schema["properties"]["edits"]["items"]["properties"]),
+      (Set{"old_string", "new_string", "replace_all"}));
+  EXPECT_EQ(properties("file_delete"), (Set{"path", "recursive"}));
+  EXPECT_EQ(properties("list_directory"), (Set{"path", "recursive", "max_depth"}));
+  EXPECT_EQ(properties("glob"), (Set{"pattern", "path"}));
+  EXPECT_EQ(properties("grep"),
+            (Set{"pattern", "path", "file_pattern", "context", "case_insensitive", "output_mode"}));
+  EXPECT_EQ(c.find("grep")->input_schema["properties"]["output_mode"]["enum"],
+            (nlohmann::json{"content", "files", "count"}));
+  EXPECT_EQ(properties("run_command"), (Set{"command", "timeout_ms", "cwd"}));
+  EXPECT_EQ(properties("run_command_isolated"), (Set{"command", "timeout_ms", "cwd"}));
+  EXPECT_EQ(properties("web_fetch"), (Set{"url", "format"}));
+  EXPECT_EQ(c.find("web_fetch")->input_schema["properties"]["format"]["enum"],
+            (nlohmann::json{"markdown", "text", "html"}));
+  EXPECT_EQ(properties("web_search"), (Set{"query", "max_results"}));
+  EXPECT_EQ(c.find("web_search")->input_schema["properties"]["max_results"]["maximum"], 10);
+  EXPECT_EQ(properties("complete_task"), (Set{"summary"}));
+  EXPECT_EQ(required("create_plan"), (Set{"title", "overview", "specs"}));
+  EXPECT_EQ(c.find("create_plan")->input_schema["properties"]["specs"]["maxItems"], 10);
+  EXPECT_EQ(required("create_spec"), (Set{"name", "title", "overview", "phases"}));
+  EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["minItems"], 3);
+  EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["maxItems"], 7);
+  EXPECT_EQ(required("create_phase"),
+            (Set{"name", "title", "objective", "tasks", "validation_command"}));
+  EXPECT_EQ(properties("memory_search"), (Set{"query", "top_k", "include_conversation"}));
+  EXPECT_EQ(required("memory_update"), (Set{"note_id", "content"}));
+  EXPECT_EQ(required("memory_delete"), (Set{"note_id"}));
+}
+
+TEST(CatalogMerge, OverridesOnlyTheFieldsAFileSets) {
+  const Catalog builtin = Catalog::builtin();
+  const Catalog c = merged("[tools.grep]\ntimeout_ms = 90000\n");
+  const ToolSpec* grep = c.find("grep");
+  EXPECT_EQ(grep->timeout_ms, 90000);
+  EXPECT_EQ(grep->lane, "no-net");
+  EXPECT_EQ(grep->max_output_bytes, builtin.find("grep")->max_output_bytes);
+  EXPECT_EQ(grep->description, builtin.find("grep")->description);
+  EXPECT_EQ(grep->input_schema, builtin.find("grep")->input_schema);
+  EXPECT_EQ(grep->tier, SafetyTier::read_only);
+  EXPECT_EQ(c.find("glob")->timeout_ms, builtin.find("glob")->timeout_ms);
+}
+
+TEST(CatalogMerge, UserThenRepoFileLaterWinsPerField) {
+  loopr::test::TempTree tree;
+  tree.write("user/catalog.toml",
+             "[tools.grep]\ntimeout_ms = 1111\nmax_output_bytes = 2222\n"
+             "[tools.web_fetch]\nenabled = false\n");
+  tree.write("repo/.loopr/catalog.toml", "[tools.grep]\ntimeout_ms = 3333\n");
+  const Catalog c = Catalog::load({tree.path("user/catalog.toml"), tree.path("missing.toml"),
+                                   tree.path("repo/.loopr/catalog.toml")});
+  EXPECT_EQ(c.find("grep")->timeout_ms, 3333);
+  EXPECT_EQ(c.find("grep")->max_output_bytes, 2222);
+  EXPECT_FALSE(c.find("web_fetch")->enabled);
+  for (const auto* tool : c.enabled_tools())
+    EXPECT_NE(tool->name, "web_fetch");
+  EXPECT_EQ(c.enabled_tools().size(), c.tools().size() - 1);
+}
+
+TEST(CatalogMerge, LoadWithNoFilesIsTheBuiltinCatalog) {
+  loopr::test::TempTree tree;
+  const Catalog c = Catalog::load({tree.path("absent.toml")});
+  EXPECT_EQ(c.tools().size(), Catalog::builtin().tools().size());
+}
+
+TEST(CatalogMerge, AddsANewTool) {
+  const Catalog c = merged(R"([tools.lint]
+lane = "heavy"
+description = "Run the linter"
+input_schema = '''{"type": "object", "properties": {"fix": {"type": "boolean"}},
+                   "additionalProperties": false}'''
+)");
+  const ToolSpec* lint = c.find("lint");
+  ASSERT_NE(lint, nullptr);
+  EXPECT_EQ(lint->lane, "heavy");
+  EXPECT_EQ(lint->description, "Run the linter");
+  EXPECT_EQ(lint->input_schema["properties"]["fix"]["type"], "boolean");
+  EXPECT_EQ(lint->tier, SafetyTier::privileged);
+  EXPECT_GT(lint->timeout_ms, 0);
+  EXPECT_GT(lint->max_output_bytes, 0);
+  EXPECT_TRUE(lint->enabled);
+  EXPECT_EQ(c.tools().back().name, "lint");
+}
+
+TEST(CatalogMerge, AFileWithAMistakeChangesNothing) {
+  Catalog c = Catalog::builtin();
+  std::istringstream in("[tools.grep]\ntimeout_ms = 5\n[tools.glob]\ntimeout_ms = -1\n");
+  EXPECT_THROW(c.merge_toml(in, "catalog.toml"), ConfigError);
+  EXPECT_EQ(c.find("grep")->timeout_ms, 60000);
+}
+
+TEST(CatalogErrors, NegativeTimeoutNamesFileLineKeyAndValue) {
+  EXPECT_EQ(merge_error("# comment\n\n[tools.grep]\ntimeout_ms = -5\n"),
+            "catalog.toml:4: tools.grep.timeout_ms: must be a positive integer (milliseconds), "
+            "got -5");
+}
+
+struct Mistake {
+  const char* text;
+  const char* prefix;    // "catalog.toml:LINE: KEY"
+  const char* fragment;  // part of the explanation
+};
+
+TEST(CatalogErrors, EachMistakeNamesFileLineAndKey) {
+  const Mistake mistakes[] = {
+      {"[tools.grep]\ntimeout_ms = 0\n", "catalog.toml:2: tools.grep.timeout_ms:", "positive"},
+      {"[tools.grep]\ntimeout_ms = \"60s\"\n",
+       "catalog.toml:2: tools.grep.timeout_ms:", "a string"},
+      {"[tools.grep]\nmax_output_bytes = 0\n",
+       "catalog.toml:2: tools.grep.max_output_bytes:", "positive"},
+      {"[tools.grep]\nmax_output_bytes = -7\n",
+       "catalog.toml:2: tools.grep.max_output_bytes:", "got -7"},
+      {"[tools.grep]\n\nlane = \"gpu\"\n",
+       "catalog.toml:3: tools.grep.lane:", "\"no-net\", \"net\", \"heavy\", \"daemon\""},
+      {"[tools.grep]\ntier = \"safe\"\n",
+       "catalog.toml:2: tools.grep.tier:", "read-only, side-effecting, privileged"},
+      {"[tools.grep]\nenabled = \"yes\"\n", "catalog.toml:2: tools.grep.enabled:", "true or false"},
+      {"[tools.grep]\ntimeout = 5\n", "catalog.toml:2: tools.grep.timeout:", "unknown key"},
+      {"[tool.grep]\ntimeout_ms = 5\n", "catalog.toml:1: tool:", "unknown table"},
+      {"[tools.grep]\nlane = \"daemon\"\n",
+       "catalog.toml:2: tools.grep.lane:", "cannot move to lane \"daemon\""},
+      {"[tools.create_plan]\nlane = \"no-net\"\n",
+       "catalog.toml:2: tools.create_plan.lane:", "handled inside looprd"},
+      {"[tools.grep]\ninput_schema = '''{\"type\": \"object\",'''\n",
+       "catalog.toml:2: tools.grep.input_schema:", "does not parse"},
+      {"[tools.grep]\ninput_schema = '''[1, 2]'''\n",
+       "catalog.toml:2: tools.grep.input_schema:", "got JSON array"},
+      {"[tools.grep]\ninput_schema = '''{\"type\": \"object\"}'''\n",
+       "catalog.toml:2: tools.grep.input_schema:", "additionalProperties"},
+      {"[tools.grep]\ninput_schema = 42\n",
+       "catalog.toml:2: tools.grep.input_schema:", "must be a string"},
+      {"\n[tools.lint]\ndescription = \"x\"\n",
+       "catalog.toml:2: tools.lint:", "missing: lane, input_schema"},
+      {"[tools.lint]\nlane = \"daemon\"\ndescription = \"x\"\ninput_schema = '''{}'''\n",
+       "catalog.toml:2: tools.lint.lane:", "reserved"},
+      {"tools = 3\n", "catalog.toml:1: tools:", "must be a table"},
+      {"[tools]\ngrep = 3\n", "catalog.toml:2: tools.grep:", "must be a table"},
+      {"[tools.grep]\ndescription = \"\"\n",
+       "catalog.toml:2: tools.grep.description:", "must not be empty"},
+  };
+  for (const auto& mistake : mistakes) {
+    SCOPED_TRACE(mistake.text);
+    const std::string message = merge_error(mistake.text);
+    EXPECT_THAT(message, StartsWith(mistake.prefix));
+    EXPECT_THAT(message, HasSubstr(mistake.fragment));
+  }
+}
+
+TEST(CatalogErrors, SyntaxErrorCarriesTheLine) {
+  const std::string message = merge_error("[tools.grep]\ntimeout_ms = 5\nlane = \n");
+  EXPECT_THAT(message, StartsWith("catalog.toml:3: syntax error:"));
+  const std::string duplicate = merge_error("[tools.grep]\ntimeout_ms = 5\ntimeout_ms = 6\n");
+  EXPECT_THAT(duplicate, StartsWith("catalog.toml:3: syntax error:"));
+}
+
+TEST(CatalogErrors, MergeFileNamesThePath) {
+  loopr::test::TempTree tree;
+  tree.write("catalog.toml", "[tools.glob]\n\ntimeout_ms = -1\n");
+  Catalog c = Catalog::builtin();
+  const std::string message = config_error([&] { c.merge_file(tree.path("catalog.toml")); });
+  EXPECT_THAT(message, StartsWith(tree.path("catalog.toml") + ":3: tools.glob.timeout_ms:"));
+  const std::string missing = config_error([&] { c.merge_file(tree.path("absent.toml")); });
+  EXPECT_THAT(missing, StartsWith(tree.path("absent.toml") + ": cannot open"));
+  const std::string via_load = config_error([&] { Catalog::load({tree.path("catalog.toml")}); });
+  EXPECT_THAT(via_load, HasSubstr("catalog.toml:3: tools.glob.timeout_ms:"));
+}
+
+TEST(LlmToolDefinitions, ListsEnabledToolsWithNameDescriptionAndSchema) {
+  const Catalog c = merged("[tools.web_search]\nenabled = false\n");
+  const auto definitions = llm_tool_definitions(c);
+  ASSERT_TRUE(definitions.is_array());
+  EXPECT_EQ(definitions.size(), c.enabled_tools().size());
+  for (const auto& d : definitions) {
+    EXPECT_EQ(keys_of(d), (std::set<std::string>{"name", "description", "input_schema"}));
+    EXPECT_NE(d["name"], "web_search");
+    EXPECT_EQ(d["input_schema"], c.find(d["name"].get<std::string>())->input_schema);
+  }
+  EXPECT_EQ(definitions[0]["name"], "read_file");
+}
+
+TEST(LlmToolDefinitions, FiltersToALoopTypesToolsInItsOrder) {
+  const Catalog c = merged("[tools.glob]\nenabled = false\n");
+  const auto definitions = llm_tool_definitions(c, {"grep", "read_file", "glob", "complete_task"});
+  ASSERT_EQ(definitions.size(), 3u);
+  EXPECT_EQ(definitions[0]["name"], "grep");
+  EXPECT_EQ(definitions[1]["name"], "read_file");
+  EXPECT_EQ(definitions[2]["name"], "complete_task");
+  const std::string message = config_error([&] { (void)llm_tool_definitions(c, {"grpe"}); });
+  EXPECT_THAT(message, HasSubstr("'grpe'"));
+  EXPECT_THAT(message, HasSubstr("read_file"));
+}
+
+TEST(CatalogExample, LoadsAndShowsOverrideAndAddition) {
+  const std::string path = std::string(LOOPR_CONFIG_SOURCE_DIR) + "/catalog.example.toml";
+  const Catalog c = Catalog::load({path});
+  EXPECT_EQ(c.find("grep")->timeout_ms, 90000);
+  EXPECT_EQ(c.find("grep")->lane, "no-net");
+  ASSERT_NE(c.find("lint"), nullptr);
+  EXPECT_EQ(c.find("lint")->lane, "heavy");
+}
+
+}  // namespace
+}  // namespace loopr::config

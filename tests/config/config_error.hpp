@@ -1,0 +1,28 @@
+// Test helper: the message of the loopr::ConfigError a callable throws.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+
+namespace loopr::config::test {
+
+// Returns the ConfigError's message; records a test failure (and returns "")
+// when `f` throws nothing or something else.
+template <class F>
+std::string config_error(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected a ConfigError, got: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected a ConfigError, nothing was thrown";
+  return {};
+}
+
+}  // namespace loopr::config::test

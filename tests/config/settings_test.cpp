@@ -1,0 +1,270 @@
+#include "config/settings.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tests/config/config_error.hpp"
+#include "tests/support/temp_tree.hpp"
+
+namespace loopr::config {
+namespace {
+
+using test::config_error;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const EnvLookup kEnv = fixed_env({{"HOME", "/home/ada"}});
+
+Settings merged(std::string_view text) {
+  Settings s = Settings::defaults();
+  std::istringstream in{std::string(text)};
+  s.merge_toml(in, "loopr.toml", kEnv);
+  return s;
+}
+
+std::string merge_error(std::string_view text) {
+  return config_error([&] { merged(text); });
+}
+
+TEST(SettingsDefaults, AreAWorkingSingleUserSetup) {
+  const Settings s = Settings::defaults();
+  EXPECT_EQ(s.sandbox.mode, SandboxMode::on);
+  EXPECT_EQ(s.daemon.log_level, LogLevel::info);
+  ASSERT_EQ(s.lanes.size(), 3u);
+  EXPECT_FALSE(s.lanes.at("no-net").network);
+  EXPECT_TRUE(s.lanes.at("net").network);
+  for (const auto& [name, lane] : s.lanes)
+    EXPECT_GE(lane.slots, 1) << name;
+  EXPECT_EQ(s.approval.default_policy, ApprovalPolicy::automatic);
+  ASSERT_EQ(s.loops.size(), 4u);
+  EXPECT_THAT(s.loops.at("plan").tools, ElementsAre("read_file", "write_file", "glob", "grep",
+                                                    "create_plan", "complete_task"));
+  EXPECT_THAT(s.loops.at("code").tools,
+              ElementsAre("read_file", "write_file", "edit_file", "list_directory", "glob", "grep",
+                          "run_command", "build", "test", "complete_task"));
+  for (const auto& [type, loop] : s.loops)
+    EXPECT_GE(loop.max_iterations, 1) << type;
+  EXPECT_EQ(s.active_provider().kind, ProviderKind::anthropic);
+  EXPECT_EQ(s.active_provider().api_key_env, "ANTHROPIC_API_KEY");
+  EXPECT_NO_THROW(s.validate_against(Catalog::builtin()));
+}
+
+TEST(SettingsLoad, MissingFileGivesDefaults) {
+  loopr::test::TempTree tree;
+  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  EXPECT_EQ(s.lanes.at("no-net").slots, Settings::defaults().lanes.at("no-net").slots);
+  EXPECT_TRUE(s.origins.empty());
+}
+
+TEST(SettingsLoad, FileMergesOverDefaultsAndExpandsHome) {
+  loopr::test::TempTree tree;
+  tree.write("loopr.toml", R"(
+[daemon]
+log_level = "debug"
+state_dir = "~/loopr-state"
+
+[sandbox]
+read_paths = ["~/.cargo", "/opt/sdk/"]
+
+[lanes.heavy]
+slots = 2
+cpu_weight = 200
+
+[approval.tools]
+run_command = "ask"
+
+[commands]
+build = "make -j2"
+
+[loops.code]
+max_iterations = 7
+
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+model = "qwen"
+api_key_env = ""
+
+[llm]
+provider = "local"
+)");
+  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  EXPECT_EQ(s.daemon.log_level, LogLevel::debug);
+  EXPECT_EQ(s.daemon.state_dir, "/home/ada/loopr-state");
+  EXPECT_THAT(s.sandbox.read_paths, ElementsAre("/home/ada/.cargo", "/opt/sdk"));
+  EXPECT_EQ(s.lanes.at("heavy").slots, 2);
+  EXPECT_EQ(s.lanes.at("heavy").cpu_weight, 200);
+  EXPECT_EQ(s.lanes.at("heavy").memory_mb, Settings::defaults().lanes.at("heavy").memory_mb);
+  EXPECT_EQ(s.commands.build, "make -j2");
+  EXPECT_EQ(s.loops.at("code").max_iterations, 7);
+  EXPECT_EQ(s.loops.at("code").tools, Settings::defaults().loops.at("code").tools);
+  EXPECT_EQ(s.active_provider().kind, ProviderKind::openai);
+  EXPECT_EQ(s.active_provider().model, "qwen");
+  EXPECT_EQ(s.origins.at("commands.build").line, 17u);
+  EXPECT_EQ(s.origins.at("commands.build").file, tree.path("loopr.toml"));
+  EXPECT_NO_THROW(s.validate_against(Catalog::builtin()));
+}
+
+TEST(SettingsApproval, ToolBeatsLaneBeatsDefault) {
+  const Settings s = merged(
+      "[approval]\ndefault = \"deny\"\n[approval.tools]\ngrep = \"auto\"\n"
+      "[approval.lanes]\nno-net = \"ask\"\n");
+  const Catalog c = Catalog::builtin();
+  EXPECT_EQ(s.approval_for(*c.find("grep")), ApprovalPolicy::automatic);
+  EXPECT_EQ(s.approval_for(*c.find("read_file")), ApprovalPolicy::ask);
+  EXPECT_EQ(s.approval_for(*c.find("web_fetch")), ApprovalPolicy::deny);
+}
+
+TEST(SettingsApproval, SandboxOffMakesPrivilegedToolsAskByDefault) {
+  const Catalog c = Catalog::builtin();
+  const Settings on = Settings::defaults();
+  EXPECT_EQ(on.approval_for(*c.find("run_command")), ApprovalPolicy::automatic);
+  const Settings off = merged("[sandbox]\nmode = \"off\"\n");
+  EXPECT_EQ(off.sandbox.mode, SandboxMode::off);
+  EXPECT_EQ(off.approval_for(*c.find("run_command")), ApprovalPolicy::ask);
+  EXPECT_EQ(off.approval_for(*c.find("read_file")), ApprovalPolicy::automatic);
+  const Settings explicit_auto =
+      merged("[sandbox]\nmode = \"off\"\n[approval.tools]\nrun_command = \"auto\"\n");
+  EXPECT_EQ(explicit_auto.approval_for(*c.find("run_command")), ApprovalPolicy::automatic);
+}
+
+struct Mistake {
+  const char* text;
+  const char* prefix;    // "loopr.toml:LINE: KEY:"
+  const char* fragment;  // part of the explanation
+};
+
+TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
+  const Mistake mistakes[] = {
+      {"[deamon]\nlog_level = \"info\"\n", "loopr.toml:1: deamon:", "unknown table"},
+      {"[daemon]\nloglevel = \"info\"\n", "loopr.toml:2: daemon.loglevel:", "unknown key"},
+      {"[daemon]\nlog_level = \"verbose\"\n",
+       "loopr.toml:2: daemon.log_level:", "trace, debug, info, warn, error"},
+      {"[daemon]\nheartbeat_interval_ms = \"5s\"\n",
+       "loopr.toml:2: daemon.heartbeat_interval_ms:", "a string"},
+      {"[daemon]\nmax_client_queue_bytes = 1024\n",
+       "loopr.toml:2: daemon.max_client_queue_bytes:", "16 MiB"},
+      {"[daemon]\nstate_dir = \"state\"\n", "loopr.toml:2: daemon.state_dir:", "absolute path"},
+      {"[sandbox]\nmode = false\n", "loopr.toml:2: sandbox.mode:", "on, off"},
+      {"[sandbox]\nmode = \"disabled\"\n", "loopr.toml:2: sandbox.mode:", "on, off"},
+      {"[sandbox]\nread_paths = [\"/opt\", 3]\n",
+       "loopr.toml:2: sandbox.read_paths[1]:", "must be a string"},
+      {"[sandbox]\ntmp_size_mb = 0\n", "loopr.toml:2: sandbox.tmp_size_mb:", "positive"},
+      {"[lanes.no-net]\nnetwork = true\n",
+       "loopr.toml:2: lanes.no-net.network:", "never has network"},
+      {"[lanes.net]\nslots = 0\n", "loopr.toml:2: lanes.net.slots:", "positive"},
+      {"[lanes.gpu]\nslots = 1\n", "loopr.toml:1: lanes.gpu:", "no-net, net and heavy"},
+      {"[lanes.heavy]\ncpu_weight = 20000\n",
+       "loopr.toml:2: lanes.heavy.cpu_weight:", "at most 10000"},
+      {"[approval]\ndefault = \"yes\"\n", "loopr.toml:2: approval.default:", "auto, ask, deny"},
+      {"[approval.lanes]\ngpu = \"ask\"\n", "loopr.toml:2: approval.lanes.gpu:", "unknown lane"},
+      {"[approval.tools]\ngrep = \"never\"\n",
+       "loopr.toml:2: approval.tools.grep:", "auto, ask, deny"},
+      {"[commands]\nbuild = [\"make\"]\n", "loopr.toml:2: commands.build:", "must be a string"},
+      {"[loops.review]\nmax_iterations = 3\n",
+       "loopr.toml:1: loops.review:", "plan, spec, phase, code"},
+      {"[loops.code]\nmax_iterations = 0\n",
+       "loopr.toml:2: loops.code.max_iterations:", "positive"},
+      {"[loops.code]\ntools = [\"grep\", \"grep\"]\n",
+       "loopr.toml:2: loops.code.tools[1]:", "twice"},
+      {"[loops.code]\ntools = \"grep\"\n", "loopr.toml:2: loops.code.tools:", "array of strings"},
+      {"[providers.anthropic]\napi_key = \"sk-123\"\n",
+       "loopr.toml:2: providers.anthropic.api_key:", "do not belong"},
+      {"[providers.anthropic]\napi_key_env = \"sk-ant-123\"\n",
+       "loopr.toml:2: providers.anthropic.api_key_env:", "NAME of an environment variable"},
+      {"[providers.x]\nmodel = \"m\"\n", "loopr.toml:1: providers.x:", "must set kind"},
+      {"[providers.x]\nkind = \"gemini\"\n",
+       "loopr.toml:2: providers.x.kind:", "anthropic, openai, scripted"},
+      {"[providers.x]\nkind = \"openai\"\nbase_url = \"ftp://h\"\n",
+       "loopr.toml:3: providers.x.base_url:", "http"},
+      {"[providers.demo]\nkind = \"scripted\"\n",
+       "loopr.toml:1: providers.demo:", "must set script"},
+      {"[providers.anthropic]\nmax_retries = -1\n",
+       "loopr.toml:2: providers.anthropic.max_retries:", "non-negative"},
+      {"\n[llm]\nprovider = \"gemini\"\n", "loopr.toml:3: llm.provider:", "no provider named"},
+      {"[llm]\nmodel = \"x\"\n", "loopr.toml:2: llm.model:", "unknown key"},
+      {"[daemon]\nsocket = \"/a\"\nsocket = \"/b\"\n", "loopr.toml:3: syntax error:", ""},
+  };
+  for (const auto& mistake : mistakes) {
+    SCOPED_TRACE(mistake.text);
+    const std::string message = merge_error(mistake.text);
+    EXPECT_THAT(message, StartsWith(mistake.prefix));
+    EXPECT_THAT(message, HasSubstr(mistake.fragment));
+  }
+}
+
+TEST(SettingsErrors, HomeNeededButUnset) {
+  Settings s = Settings::defaults();
+  std::istringstream in("[sandbox]\nread_paths = [\"~/x\"]\n");
+  const std::string message = config_error([&] { s.merge_toml(in, "loopr.toml", fixed_env({})); });
+  EXPECT_THAT(message, StartsWith("loopr.toml:2: sandbox.read_paths[0]:"));
+  EXPECT_THAT(message, HasSubstr("HOME"));
+}
+
+TEST(SettingsErrors, LoadNamesThePath) {
+  loopr::test::TempTree tree;
+  tree.write("loopr.toml", "[lanes.no-net]\nslots = 2\nnetwork = true\n");
+  const std::string message = config_error([&] { Settings::load(tree.path("loopr.toml"), kEnv); });
+  EXPECT_THAT(message, StartsWith(tree.path("loopr.toml") + ":3: lanes.no-net.network:"));
+}
+
+TEST(SettingsValidate, UnknownLoopToolNamesItsLine) {
+  loopr::test::TempTree tree;
+  tree.write("loopr.toml",
+             "[loops.code]\nmax_iterations = 3\ntools = [\"read_file\", \"bulid\"]\n");
+  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  const std::string message = config_error([&] { s.validate_against(Catalog::builtin()); });
+  EXPECT_THAT(message, StartsWith(tree.path("loopr.toml") + ":3: loops.code.tools:"));
+  EXPECT_THAT(message, HasSubstr("'bulid'"));
+}
+
+TEST(SettingsValidate, UnknownApprovalToolIsRefused) {
+  const Settings s = merged("[approval.tools]\n\nrun_comand = \"ask\"\n");
+  const std::string message = config_error([&] { s.validate_against(Catalog::builtin()); });
+  EXPECT_THAT(message, StartsWith("loopr.toml:3: approval.tools.run_comand:"));
+}
+
+TEST(SettingsValidate, AToolAddedToTheCatalogMayBeUsedByALoop) {
+  Catalog c = Catalog::builtin();
+  std::istringstream catalog_text(
+      "[tools.lint]\nlane = \"heavy\"\ndescription = \"Lint\"\n"
+      "input_schema = '{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": "
+      "false}'\n");
+  c.merge_toml(catalog_text, "catalog.toml");
+  const Settings s = merged("[loops.code]\ntools = [\"read_file\", \"lint\", \"complete_task\"]\n");
+  EXPECT_NO_THROW(s.validate_against(c));
+  EXPECT_THROW(s.validate_against(Catalog::builtin()), ConfigError);
+}
+
+TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
+  const Settings s =
+      Settings::load(std::string(LOOPR_CONFIG_SOURCE_DIR) + "/loopr.example.toml", kEnv);
+  const Settings d = Settings::defaults();
+  EXPECT_NO_THROW(s.validate_against(Catalog::builtin()));
+  EXPECT_EQ(s.daemon.max_client_queue_bytes, d.daemon.max_client_queue_bytes);
+  EXPECT_EQ(s.daemon.heartbeat_interval_ms, d.daemon.heartbeat_interval_ms);
+  EXPECT_EQ(s.sandbox.tmp_size_mb, d.sandbox.tmp_size_mb);
+  for (const auto& [name, lane] : d.lanes) {
+    EXPECT_EQ(s.lanes.at(name).slots, lane.slots) << name;
+    EXPECT_EQ(s.lanes.at(name).network, lane.network) << name;
+    EXPECT_EQ(s.lanes.at(name).memory_mb, lane.memory_mb) << name;
+    EXPECT_EQ(s.lanes.at(name).pids_max, lane.pids_max) << name;
+  }
+  for (const auto& [type, loop] : d.loops) {
+    EXPECT_EQ(s.loops.at(type).tools, loop.tools) << type;
+    EXPECT_EQ(s.loops.at(type).max_iterations, loop.max_iterations) << type;
+    EXPECT_EQ(s.loops.at(type).prompt_template, loop.prompt_template) << type;
+  }
+  for (const auto& [name, p] : d.providers) {
+    EXPECT_EQ(s.providers.at(name).model, p.model) << name;
+    EXPECT_EQ(s.providers.at(name).base_url, p.base_url) << name;
+    EXPECT_EQ(s.providers.at(name).api_key_env, p.api_key_env) << name;
+  }
+  EXPECT_EQ(s.llm.provider, d.llm.provider);
+}
+
+}  // namespace
+}  // namespace loopr::config
