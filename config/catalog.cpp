@@ -62,7 +62,59 @@ nlohmann::json read_schema(const toml::value& v, const std::string& key) {
 }
 
 // Applies one [tools.<name>] table to `tools`, field by field.
-void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const toml::value& table) {
+int strictness(SafetyTier tier) {
+  switch (tier) {
+    case SafetyTier::read_only:
+      return 0;
+    case SafetyTier::side_effecting:
+      return 1;
+    case SafetyTier::privileged:
+      return 2;
+  }
+  return 2;
+}
+
+constexpr const char* kTightenOnly =
+    "a repository's .loopr/catalog.toml may only tighten the catalog (lower timeout_ms or "
+    "max_output_bytes, enabled = false, a stricter tier); change this in your own "
+    "catalog.toml instead";
+
+// Refuses what a repository's file may not do to `spec` (see CatalogTrust).
+void check_tightening(const ToolSpec& spec, const toml::value& table, const std::string& base,
+                      bool is_new) {
+  if (is_new) fail(table, base, std::string("adds a tool: ") + kTightenOnly);
+  for (const auto& entry : detail::entries(table)) {
+    const toml::value& v = *entry.value;
+    const std::string key = base + "." + entry.key;
+    if (entry.key == "lane" || entry.key == "description" || entry.key == "input_schema") {
+      fail(v, key, std::string("cannot be changed here: ") + kTightenOnly);
+    } else if (entry.key == "timeout_ms") {
+      if (detail::read_integer_in(v, key, 1, kMaxTimeoutMs, "milliseconds") > spec.timeout_ms) {
+        fail(v, key,
+             "raises the limit of " + std::to_string(spec.timeout_ms) + ": " + kTightenOnly);
+      }
+    } else if (entry.key == "max_output_bytes") {
+      if (detail::read_integer_in(v, key, 1, kMaxOutputBytesLimit, "bytes") >
+          spec.max_output_bytes) {
+        fail(v, key,
+             "raises the limit of " + std::to_string(spec.max_output_bytes) + ": " + kTightenOnly);
+      }
+    } else if (entry.key == "enabled") {
+      if (detail::read_bool(v, key) && !spec.enabled) {
+        fail(v, key, std::string("enables a disabled tool: ") + kTightenOnly);
+      }
+    } else if (entry.key == "tier") {
+      const auto text = detail::read_choice(v, key, {"read-only", "side-effecting", "privileged"});
+      if (strictness(*parse_safety_tier(text)) < strictness(spec.tier)) {
+        fail(v, key,
+             "lowers the tier from \"" + std::string(to_string(spec.tier)) + "\": " + kTightenOnly);
+      }
+    }
+  }
+}
+
+void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const toml::value& table,
+                CatalogTrust trust) {
   const std::string base = "tools." + name;
   detail::require_table(table, base);
   detail::refuse_unknown_keys(
@@ -95,6 +147,7 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
   } else {
     spec = *existing;
   }
+  if (trust == CatalogTrust::repository) check_tightening(spec, table, base, is_new);
 
   for (const auto& entry : detail::entries(table)) {
     const toml::value& v = *entry.value;
@@ -147,7 +200,8 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
 
 // `tools` with one catalog document applied; `tools` itself is untouched, so a
 // file with a mistake changes nothing.
-std::vector<ToolSpec> merged(const std::vector<ToolSpec>& tools, const toml::value& document) {
+std::vector<ToolSpec> merged(const std::vector<ToolSpec>& tools, const toml::value& document,
+                             CatalogTrust trust) {
   std::vector<ToolSpec> next = tools;
   for (const auto& entry : detail::entries(document)) {
     if (entry.key != "tools") {
@@ -156,7 +210,7 @@ std::vector<ToolSpec> merged(const std::vector<ToolSpec>& tools, const toml::val
     }
     detail::require_table(*entry.value, "tools");
     for (const auto& tool : detail::entries(*entry.value)) {
-      merge_tool(next, tool.key, *tool.value);
+      merge_tool(next, tool.key, *tool.value, trust);
     }
   }
   return next;
@@ -192,25 +246,29 @@ bool is_runner_lane(std::string_view lane) {
          std::end(kRunnerLanes);
 }
 
-Catalog Catalog::load(const std::vector<std::string>& files) {
+Catalog Catalog::load(const std::vector<std::string>& user_files,
+                      const std::string& repository_file) {
   Catalog catalog = builtin();
-  for (const auto& file : files) {
+  const auto merge_if_present = [&](const std::string& file, CatalogTrust trust) {
     std::error_code ec;
     const bool present = std::filesystem::exists(file, ec);
     if (ec && ec != std::errc::no_such_file_or_directory) {
       throw ConfigError(file + ": cannot check the file: " + ec.message());
     }
-    if (present) catalog.merge_file(file);
-  }
+    if (present) catalog.merge_file(file, trust);
+  };
+  for (const auto& file : user_files)
+    merge_if_present(file, CatalogTrust::user);
+  if (!repository_file.empty()) merge_if_present(repository_file, CatalogTrust::repository);
   return catalog;
 }
 
-void Catalog::merge_file(const std::string& path) {
-  tools_ = merged(tools_, detail::parse_document_file(path));
+void Catalog::merge_file(const std::string& path, CatalogTrust trust) {
+  tools_ = merged(tools_, detail::parse_document_file(path), trust);
 }
 
-void Catalog::merge_toml(std::istream& in, const std::string& name) {
-  tools_ = merged(tools_, detail::parse_document(in, name));
+void Catalog::merge_toml(std::istream& in, const std::string& name, CatalogTrust trust) {
+  tools_ = merged(tools_, detail::parse_document(in, name), trust);
 }
 
 const ToolSpec* Catalog::find(std::string_view name) const {

@@ -70,19 +70,30 @@ struct ToolSpec {
   nlohmann::json input_schema;  // passes check_tool_schema()
 };
 
+// Who wrote a catalog file. The user's own files may change anything. A
+// repository's `.loopr/catalog.toml` arrives with code the user may not have
+// read (a clone, a dependency, a prompt-injected commit), so it may only
+// tighten: lower timeout_ms and max_output_bytes, disable a tool, raise its
+// tier. It may not add tools, move them to another lane, or rewrite their
+// descriptions or schemas (which the model reads as instructions).
+enum class CatalogTrust { user, repository };
+
 class Catalog {
  public:
   // Every tool of DESIGN §5 with its default lane, limits, tier and schema.
   static Catalog builtin();
-  // builtin(), then each file of `files` that exists, in order. A file that
-  // exists but cannot be read or is wrong is a ConfigError.
-  static Catalog load(const std::vector<std::string>& files);
+  // builtin(), then each of `user_files` that exists, in order, then
+  // `repository_file` if it is given and exists, as CatalogTrust::repository.
+  // A file that exists but cannot be read or is wrong is a ConfigError.
+  static Catalog load(const std::vector<std::string>& user_files,
+                      const std::string& repository_file = {});
 
   // Merges one catalog file over this catalog; all-or-nothing: on a
   // ConfigError the catalog is unchanged. `name` is the file name used in
   // error messages.
-  void merge_file(const std::string& path);
-  void merge_toml(std::istream& in, const std::string& name);
+  void merge_file(const std::string& path, CatalogTrust trust = CatalogTrust::user);
+  void merge_toml(std::istream& in, const std::string& name,
+                  CatalogTrust trust = CatalogTrust::user);
 
   // The pointers stay valid until the next merge.
   const ToolSpec* find(std::string_view name) const;

@@ -104,12 +104,9 @@ Paths resolve_paths(const PathFlags& flags, const DaemonSettings* configured) {
   return resolve_paths(flags, process_env(), static_cast<std::uint32_t>(::getuid()), configured);
 }
 
-std::vector<std::string> catalog_files(const Paths& paths, const std::string& repo_dir) {
-  std::vector<std::string> files{paths.user_catalog_file()};
-  if (!repo_dir.empty()) {
-    files.push_back((fs::path(repo_dir) / ".loopr" / "catalog.toml").lexically_normal().string());
-  }
-  return files;
+std::string repository_catalog_file(const std::string& repo_dir) {
+  if (repo_dir.empty()) return {};
+  return (fs::path(repo_dir) / ".loopr" / "catalog.toml").lexically_normal().string();
 }
 
 }  // namespace loopr::config

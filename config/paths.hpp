@@ -53,9 +53,10 @@ Paths resolve_paths(const PathFlags& flags, const EnvLookup& env, std::uint32_t 
 // The same with the process environment and getuid().
 Paths resolve_paths(const PathFlags& flags, const DaemonSettings* configured = nullptr);
 
-// The catalog files to load over the built-in catalog, in order (later wins):
-// the user's, then the repository's <repo_dir>/.loopr/catalog.toml when
-// repo_dir is not empty. Files need not exist (Catalog::load skips them).
-std::vector<std::string> catalog_files(const Paths& paths, const std::string& repo_dir);
+// A repository's own catalog, <repo_dir>/.loopr/catalog.toml: pass it to
+// Catalog::load as the repository file (tighten-only, see CatalogTrust), never
+// among the user's files. Empty when repo_dir is empty. The file need not
+// exist (Catalog::load skips it).
+std::string repository_catalog_file(const std::string& repo_dir);
 
 }  // namespace loopr::config

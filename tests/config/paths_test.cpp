@@ -84,13 +84,12 @@ TEST(Paths, OverlongSocketPathIsAStartupError) {
   EXPECT_THROW(resolve_paths({"/c", "/s", deep}, fixed_env({}), kUid), StartupError);
 }
 
-TEST(Paths, CatalogFilesAreUserThenRepo) {
+TEST(Paths, UserAndRepositoryCatalogFiles) {
   const Paths p = resolve_paths({}, fixed_env({{"HOME", "/home/ada"}}), kUid);
-  EXPECT_EQ(catalog_files(p, "/src/proj"),
-            (std::vector<std::string>{"/home/ada/.config/loopr/catalog.toml",
-                                      "/src/proj/.loopr/catalog.toml"}));
-  EXPECT_EQ(catalog_files(p, ""),
-            (std::vector<std::string>{"/home/ada/.config/loopr/catalog.toml"}));
+  EXPECT_EQ(p.user_catalog_file(), "/home/ada/.config/loopr/catalog.toml");
+  EXPECT_EQ(repository_catalog_file("/src/proj"), "/src/proj/.loopr/catalog.toml");
+  EXPECT_EQ(repository_catalog_file("/src/proj/"), "/src/proj/.loopr/catalog.toml");
+  EXPECT_EQ(repository_catalog_file(""), "");
 }
 
 TEST(Environment, ExpandHome) {
