@@ -89,6 +89,7 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
 
   const Error& error() const& { return std::get<1>(state_); }
   Error&& error() && { return std::get<1>(std::move(state_)); }

@@ -1,8 +1,62 @@
-// placeholder: replaced by the implementation
+// write_file {path, content, expected_hash?}: creates parent folders and
+// replaces the file atomically (atomic_write.hpp), keeping its mode.
+// expected_hash is the content_hash of the caller's last read_file; when it is
+// given, a file that changed since (or vanished) is refused as stale_read.
+#include <fcntl.h>
+
+#include "loopr-tool/arguments.hpp"
+#include "loopr-tool/atomic_write.hpp"
+#include "loopr-tool/content_hash.hpp"
 #include "loopr-tool/tools.hpp"
 
 namespace loopr::tool {
-Result<Json> write_file(const Worktree&, const Json&) {
-  return make_error(errc::internal, "write_file is not built yet");
+
+Result<Json> write_file(const Worktree& worktree, const Json& raw) {
+  auto args = Arguments::parse(raw, "write_file", {"path", "content", "expected_hash"});
+  if (!args) return std::move(args).error();
+  auto path = args->required_string("path");
+  if (!path) return std::move(path).error();
+  auto content = args->required_string("content");
+  if (!content) return std::move(content).error();
+  auto expected = args->optional_string("expected_hash");
+  if (!expected) return std::move(expected).error();
+  if (content->size() > kMaxEditableBytes) {
+    return make_error(errc::too_large, "content is over " + std::to_string(kMaxEditableBytes >> 20) +
+                                           " MiB", "write large files in parts or generate them "
+                                                   "with run_command");
+  }
+  auto rel = worktree.relative(*path);
+  if (!rel) return std::move(rel).error();
+  auto parent = worktree.open_parent(*rel, /*create_parents=*/true);
+  if (!parent) return std::move(parent).error();
+  if (auto r = refuse_git_metadata(worktree, *parent); !r) return std::move(r).error();
+  auto existing = existing_regular_file(*parent);
+  if (!existing) return std::move(existing).error();
+
+  if (expected->has_value()) {
+    if (!existing->has_value()) {
+      return make_error(errc::stale_read,
+                        "'" + *rel + "' was read before but no longer exists",
+                        "list the folder to see what happened, then write it without "
+                        "expected_hash if you mean to create it");
+    }
+    auto current = read_whole_file(*parent, kMaxEditableBytes);
+    if (!current) return std::move(current).error();
+    if (content_hash(*current) != **expected) {
+      Error error = make_error(errc::stale_read,
+                               "'" + *rel + "' changed since it was last read (now " +
+                                   std::to_string(current->size()) + " bytes)",
+                               "read it again with read_file, then redo the write on the current "
+                               "content");
+      error.details = {{"current_hash", content_hash(*current)}, {"expected_hash", **expected}};
+      return error;
+    }
+  }
+  if (auto r = atomic_replace(*parent, *content, *existing); !r) return std::move(r).error();
+  return Json{{"path", *rel},
+              {"bytes_written", content->size()},
+              {"created", !existing->has_value()},
+              {"content_hash", content_hash(*content)}};
 }
+
 }  // namespace loopr::tool

@@ -13,7 +13,8 @@ constexpr std::uint8_t kInvalid = 0xFF;
 
 constexpr std::array<std::uint8_t, 256> make_decode_table() {
   std::array<std::uint8_t, 256> table{};
-  for (auto& v : table) v = kInvalid;
+  for (auto& v : table)
+    v = kInvalid;
   for (std::size_t i = 0; i < kAlphabet.size(); ++i) {
     table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::uint8_t>(i);
   }
@@ -62,10 +63,10 @@ std::string base64_encode(std::string_view bytes) {
 
 Result<std::string> base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) {
-    return make_error(errc::protocol,
-                      "invalid base64: length " + std::to_string(text.size()) +
-                          " is not a multiple of 4",
-                      "encode bytes as padded standard base64");
+    return make_error(
+        errc::protocol,
+        "invalid base64: length " + std::to_string(text.size()) + " is not a multiple of 4",
+        "encode bytes as padded standard base64");
   }
   std::size_t padding = 0;
   if (!text.empty() && text.back() == '=') ++padding;
@@ -79,8 +80,7 @@ Result<std::string> base64_decode(std::string_view text) {
   for (std::size_t i = 0; i < data_chars; ++i) {
     const std::uint8_t v = kDecode[static_cast<unsigned char>(text[i])];
     if (v == kInvalid) {
-      return bad_base64(text[i] == '=' ? "misplaced padding" : "character not in the alphabet",
-                        i);
+      return bad_base64(text[i] == '=' ? "misplaced padding" : "character not in the alphabet", i);
     }
     group = (group << 6) | v;
     if (++group_chars == 4) {

@@ -3,6 +3,8 @@
 #include <exception>
 #include <string>
 
+#include "common/utf8.hpp"
+
 namespace loopr::proto {
 
 bool json_depth_within(std::string_view text, std::size_t max_depth) {
@@ -49,7 +51,11 @@ Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
-    return make_error(errc::protocol, std::string("invalid JSON: ") + e.what(),
+    // nlohmann quotes the offending input, which may be any bytes: keep the
+    // message short and valid UTF-8 so it can travel in a reply.
+    const std::string_view what = e.what();
+    return make_error(errc::protocol,
+                      "invalid JSON: " + to_lossy_utf8(what.substr(0, utf8_safe_prefix(what, 200))),
                       "send one well-formed UTF-8 JSON value");
   } catch (const std::exception& e) {
     // std::bad_alloc and the like: still an error reply, never a crash.

@@ -1,0 +1,46 @@
+// loopr-tool as a process: exit 0 with the result, 1 with {"error": ...},
+// 2 on a usage error.
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_tree.hpp"
+
+namespace loopr::test {
+namespace {
+
+TEST(LooprToolBinary, SuccessPrintsOneJsonObjectAndExitsZero) {
+  TempTree tree;
+  tree.write("a.txt", "hi\n");
+  const auto run = run_loopr_tool("read_file", tree.root(), nlohmann::json{{"path", "a.txt"}});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.output["content"], "     1|hi\n");
+}
+
+TEST(LooprToolBinary, AToolErrorExitsOneWithTheErrorObject) {
+  TempTree tree;
+  const auto run = run_loopr_tool("read_file", tree.root(), nlohmann::json{{"path", "../x"}});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.output["error"]["code"], "path_outside_worktree");
+  EXPECT_TRUE(run.output["error"].contains("hint"));
+}
+
+TEST(LooprToolBinary, InvalidJsonOnStdinIsAToolError) {
+  TempTree tree;
+  const auto run = run_loopr_tool("read_file", tree.root(), std::string_view("{\"path\": "));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.output["error"]["code"], "invalid_arguments");
+  EXPECT_NE(run.output["error"]["message"].get<std::string>().find("not valid JSON"),
+            std::string::npos);
+}
+
+TEST(LooprToolBinary, UnknownToolAndMissingWorktreeAreUsageErrors) {
+  TempTree tree;
+  const auto unknown = run_loopr_tool("rm_rf", tree.root(), std::string_view("{}"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.stderr_text.find("unknown tool 'rm_rf'"), std::string::npos);
+  EXPECT_NE(unknown.stderr_text.find("read_file"), std::string::npos) << "lists the tools";
+  const auto missing = run_loopr_tool("read_file", tree.path("no-such-dir"), std::string_view("{}"));
+  EXPECT_EQ(missing.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace loopr::test
