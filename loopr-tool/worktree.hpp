@@ -17,6 +17,7 @@
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "common/worktree_path.hpp"
 
 namespace loopr::tool {
 
@@ -38,7 +39,8 @@ class Worktree {
   int root_fd() const { return root_.get(); }
   const std::string& root_path() const { return root_path_; }
 
-  // Maps a tool's path argument to a normalized path relative to the root:
+  // worktree_relative_path(root_path(), path_argument): maps a tool's path
+  // argument to a normalized path relative to the root:
   // "." and empty components dropped, ".." folded lexically (a ".." that
   // climbs above the root is path_outside_worktree). Absolute paths must lie
   // under root_path(). Returns "." for the root itself. The result is only a
@@ -73,7 +75,6 @@ class Worktree {
   ino_t root_ino_;
 };
 
-// Splits a normalized relative path into its components ("." -> none).
-std::vector<std::string> split_path(std::string_view relative);
+using loopr::split_path;  // common/worktree_path.hpp
 
 }  // namespace loopr::tool
