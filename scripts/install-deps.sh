@@ -18,6 +18,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   ripgrep bubblewrap hyperfine util-linux
+  # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator
+  json-schema-test-suite
 )
 
 missing=()
