@@ -1,0 +1,123 @@
+// looprd's Store (DESIGN.md §1, §6 step 6): the daemon's durable record, an
+// SQLite database <state_dir>/loopr.db in WAL mode. Today it keeps every tool
+// call; loops, artifacts and events join it as later schema versions.
+//
+// Schema versions live in PRAGMA user_version and grow by appending a step to
+// store_migrations() (store.cpp). A step is never edited once released: a
+// database written by an older loopr is upgraded step by step on open, each
+// step in its own transaction together with its version bump, so a failed
+// step leaves the database at the previous version, unchanged. A database
+// from a newer loopr is refused and left untouched. The Store never deletes
+// data.
+//
+// Threads: a Store belongs to one thread (looprd's io thread). The connection
+// is opened without SQLite's own mutex; calls from two threads are a bug.
+// File descriptors: SQLite opens loopr.db, loopr.db-wal and loopr.db-shm
+// itself, all O_CLOEXEC; the Store owns the connection and closes it (and so
+// those fds) when destroyed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace loopr::daemon {
+
+// One finished tool call (DESIGN.md §6 step 6).
+struct ToolCallRecord {
+  std::string call_id;
+  std::string tool;
+  std::string lane;
+  std::string worktree;
+  std::string session;      // client session or loop id
+  std::string args_digest;  // "sha256:..." of the canonical args JSON (see args_digest())
+  std::string status;       // one of kToolCallStatuses
+  std::optional<std::int32_t> exit_code;
+  std::int64_t duration_ms = 0;
+  bool truncated = false;
+  std::string error_code;          // empty when none (stored as NULL)
+  std::int64_t started_at_ms = 0;  // unix ms
+
+  bool operator==(const ToolCallRecord&) const = default;
+};
+
+// The statuses a tool call ends with: the runner's five (DESIGN.md §4), plus
+// "denied" (policy or approval said no) and "invalid" (arguments refused
+// before dispatch).
+inline constexpr std::string_view kToolCallStatuses[] = {
+    "success", "failed", "timeout", "cancelled", "error", "denied", "invalid"};
+
+// Longest text field a record may carry (a worktree path is under PATH_MAX).
+// Fields come partly from clients (session), so the store caps them.
+inline constexpr std::size_t kMaxToolCallFieldBytes = 4096;
+// recent_tool_calls() returns at most this many rows, whatever the limit.
+inline constexpr std::size_t kMaxRecentToolCalls = 10000;
+
+// "sha256:<64 hex digits>" of args.dump(). nlohmann::json keeps object keys
+// sorted, so equal arguments give equal digests whatever their key order.
+// Invalid UTF-8 in a string (impossible for parsed JSON) is digested as U+FFFD.
+std::string args_digest(const nlohmann::json& args);
+
+// One step of the schema history: the SQL that takes the database from
+// version - 1 to version. SQL only, no values; it runs in a transaction that
+// also sets user_version to `version`.
+struct StoreMigration {
+  int version = 0;
+  std::string_view summary;  // named in the error if the step fails
+  std::string_view sql;
+};
+
+// The schema history this build knows, versions 1, 2, ... in order. Its last
+// version is the current one.
+std::span<const StoreMigration> store_migrations();
+
+class Store {
+ public:
+  // Opens or creates <state_dir>/loopr.db (state_dir and missing parents are
+  // created 0700, the database file 0600), sets WAL, synchronous=NORMAL,
+  // foreign_keys and a busy timeout, and migrates the schema to the current
+  // version. Throws loopr::StartupError, saying what to do, when the state
+  // directory or the file cannot be created or opened, the file is not an
+  // SQLite database, is another program's database, is corrupt, or has a
+  // schema version newer than this build knows. A refused file is left byte
+  // for byte as it was (beside a WAL-mode file SQLite may leave empty -wal
+  // and -shm files).
+  static Store open(const std::string& state_dir);
+  // The same with another schema history (tests use it to exercise upgrades).
+  // `migrations` must be numbered 1, 2, ... and begin with store_migrations().
+  static Store open(const std::string& state_dir, std::span<const StoreMigration> migrations);
+
+  // A moved-from Store may only be destroyed or assigned to.
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  // Path of the database file.
+  const std::string& path() const;
+  // The database's schema version (the current one once open() returned).
+  int schema_version() const;
+
+  // One INSERT through a cached prepared statement; on the daemon's hot path.
+  // Refuses a record whose status is not in kToolCallStatuses (internal) or
+  // whose text field exceeds kMaxToolCallFieldBytes (too_large).
+  Result<void> record_tool_call(const ToolCallRecord& record);
+  // The newest calls first (by started_at_ms, then by insertion), at most
+  // min(limit, kMaxRecentToolCalls).
+  Result<std::vector<ToolCallRecord>> recent_tool_calls(std::size_t limit) const;
+  Result<std::int64_t> count_tool_calls() const;
+
+ private:
+  struct State;
+  explicit Store(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace loopr::daemon
