@@ -1,0 +1,82 @@
+// looprctl approvals, approve ID, deny ID [--reason TEXT].
+#include <chrono>
+#include <ostream>
+
+#include "client/commands.hpp"
+#include "client/text_format.hpp"
+
+namespace loopr::client {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string expires_in(const json& approval, std::int64_t now) {
+  const auto it = approval.find("expires_at_ms");
+  if (it == approval.end() || !it->is_number_integer()) return "-";
+  const auto left = it->get<std::int64_t>() - now;
+  return left <= 0 ? "expired" : format_duration_ms(left);
+}
+
+int decide(const CommandContext& context, const std::string& method,
+           const proto::ApprovalDecisionParams& params, const char* verb) {
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  auto result = client->call(method, proto::to_json(params));
+  if (!result) return context.fail(result.error());
+  if (!result->is_object()) {
+    return context.fail(make_error(errc::protocol, "the " + method + " result is not an object"));
+  }
+  if (context.json) {
+    context.print_json(*result);
+  } else {
+    context.out << verb << ' ' << printable(params.id) << '\n';
+  }
+  return to_int(ExitStatus::ok);
+}
+
+}  // namespace
+
+int run_approvals(const CommandContext& context) {
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  auto result = client->call("approval.list");
+  if (!result) return context.fail(result.error());
+  auto approvals = objects_in(*result, "approvals", "approval.list");
+  if (!approvals) return context.fail(approvals.error());
+  if (context.json) {
+    context.print_json(*result);
+    return to_int(ExitStatus::ok);
+  }
+  if (approvals->empty()) {
+    context.out << "no calls are waiting for approval\n";
+    return to_int(ExitStatus::ok);
+  }
+  const std::int64_t now = now_ms();
+  TextTable table({"ID", "TOOL", "LANE", "TIER", "EXPIRES IN", "WORKTREE", "ARGS"});
+  for (const json& approval : *approvals) {
+    table.add_row({cell(approval, "id"), cell(approval, "tool"), cell(approval, "lane"),
+                   cell(approval, "tier"), expires_in(approval, now), cell(approval, "worktree"),
+                   cell(approval, "args")});
+  }
+  table.print(context.out);
+  context.out << "approve with: looprctl approve ID   deny with: looprctl deny ID --reason TEXT\n";
+  return to_int(ExitStatus::ok);
+}
+
+int run_approve(const CommandContext& context, const std::string& id) {
+  return decide(context, "approval.approve", proto::ApprovalDecisionParams{id, std::nullopt},
+                "approved");
+}
+
+int run_deny(const CommandContext& context, const std::string& id,
+             const std::optional<std::string>& reason) {
+  return decide(context, "approval.deny", proto::ApprovalDecisionParams{id, reason}, "denied");
+}
+
+}  // namespace loopr::client

@@ -1,0 +1,26 @@
+# loopr_client: the control-socket client and looprctl's commands, a library
+# so tests can drive ControlClient directly; looprctl: its main.
+find_package(CLI11 REQUIRED)
+
+add_library(loopr_client STATIC
+  approval_commands.cpp
+  cli.cpp
+  client_paths.cpp
+  command_context.cpp
+  control_client.cpp
+  daemon_commands.cpp
+  daemon_process.cpp
+  events_command.cpp
+  failure.cpp
+  metrics_command.cpp
+  metrics_view.cpp
+  text_format.cpp
+  tool_commands.cpp
+  tool_result_view.cpp)
+target_include_directories(loopr_client PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(loopr_client PUBLIC loopr_proto loopr_config CLI11::CLI11)
+loopr_target_options(loopr_client)
+
+add_executable(looprctl main.cpp)
+target_link_libraries(looprctl PRIVATE loopr_client)
+loopr_target_options(looprctl)

@@ -1,0 +1,76 @@
+// looprctl's commands. Each one opens its own connection (ControlClient::open,
+// which sends initialize first), prints human-readable text on `out` (or the
+// JSON result with --json), reports failures on `err` (client/failure.hpp)
+// and returns the process exit status. The CLI wiring is client/cli.cpp.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/control_client.hpp"
+#include "client/failure.hpp"
+#include "config/paths.hpp"
+
+namespace loopr::client {
+
+struct CommandContext {
+  config::Paths paths;           // paths.socket_path is the socket every command uses
+  config::PathFlags path_flags;  // what the user passed (forwarded to looprd by daemon start)
+  bool json = false;             // --json: print results as JSON
+  ClientTimeouts timeouts;
+  std::istream& in;
+  std::ostream& out;
+  std::ostream& err;
+
+  // Prints `error` on err and returns its exit status.
+  int fail(const Error& error) const;
+  // Prints `value` as indented JSON on out.
+  void print_json(const nlohmann::json& value) const;
+  Result<ControlClient> open() const;
+};
+
+// result[key] as an array of objects. A missing key is an empty list unless
+// `required`; any other shape is errc::protocol naming `method` and the key.
+Result<nlohmann::json> objects_in(const nlohmann::json& result, const char* key,
+                                  const std::string& method, bool required = true);
+
+// ---- daemon start | stop | status (daemon_commands.cpp) ----
+struct DaemonStartOptions {
+  std::string looprd;         // --looprd; empty: looprd next to this executable
+  Milliseconds wait{10'000};  // how long to wait for the new daemon to answer
+};
+int run_daemon_start(const CommandContext& context, const DaemonStartOptions& options);
+int run_daemon_stop(const CommandContext& context, Milliseconds wait);
+int run_daemon_status(const CommandContext& context);
+
+// ---- call, tools (tool_commands.cpp) ----
+struct CallOptions {
+  std::string tool;
+  std::optional<std::string> args;  // JSON object text, or "-" for stdin; unset: {}
+  std::string worktree;             // empty: the current directory
+  std::optional<std::uint64_t> timeout_ms;
+  std::optional<std::string> loop_id;
+};
+int run_call(const CommandContext& context, const CallOptions& options);
+int run_tools(const CommandContext& context);
+
+// ---- approvals, approve, deny (approval_commands.cpp) ----
+int run_approvals(const CommandContext& context);
+int run_approve(const CommandContext& context, const std::string& id);
+int run_deny(const CommandContext& context, const std::string& id,
+             const std::optional<std::string>& reason);
+
+// ---- events (events_command.cpp) ----
+struct EventsOptions {
+  std::vector<std::string> topics;     // empty: all
+  std::optional<std::uint64_t> count;  // stop after this many events; unset: follow
+};
+int run_events(const CommandContext& context, const EventsOptions& options);
+
+// ---- metrics (metrics_command.cpp) ----
+int run_metrics(const CommandContext& context);
+
+}  // namespace loopr::client

@@ -1,0 +1,74 @@
+#include "client/metrics_view.hpp"
+
+#include <ostream>
+
+#include "client/commands.hpp"
+#include "client/text_format.hpp"
+
+namespace loopr::client {
+namespace {
+
+using nlohmann::json;
+
+json member_or_null(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() ? json() : *it;
+}
+
+TextTable lane_table(const json& lanes) {
+  TextTable table(
+      {"LANE", "STATE", "PID", "SLOTS", "IN FLIGHT", "QUEUED", "RESTARTS", "LAST ERROR"});
+  for (const json& lane : lanes) {
+    table.add_row({cell(lane, "lane"), cell(lane, "state"), cell(lane, "pid"), cell(lane, "slots"),
+                   cell(lane, "in_flight"), cell(lane, "queued"), cell(lane, "restarts"),
+                   cell(lane, "last_error")});
+  }
+  return table;
+}
+
+}  // namespace
+
+Result<void> print_lanes(const json& metrics, std::ostream& out) {
+  auto lanes = objects_in(metrics, "lanes", "metrics.get", false);
+  if (!lanes) return std::move(lanes).error();
+  if (lanes->empty()) {
+    out << "no lanes reported\n";
+  } else {
+    lane_table(*lanes).print(out);
+  }
+  return {};
+}
+
+Result<void> print_metrics(const json& metrics, std::ostream& out) {
+  auto calls = objects_in(metrics, "calls", "metrics.get", false);
+  if (!calls) return std::move(calls).error();
+  auto lanes = objects_in(metrics, "lanes", "metrics.get", false);
+  if (!lanes) return std::move(lanes).error();
+
+  out << "uptime " << format_duration_ms(member_or_null(metrics, "uptime_ms")) << ", RSS "
+      << format_bytes(member_or_null(metrics, "rss_bytes")) << ", clients "
+      << cell(metrics, "clients") << ", runner restarts " << cell(metrics, "runner_restarts")
+      << "\n\n";
+  if (calls->empty()) {
+    out << "no tool calls yet\n";
+  } else {
+    TextTable table({"TOOL", "LANE", "CALLS", "ERRORS", "P50", "P90", "P99", "MAX"});
+    for (const json& call : *calls) {
+      table.add_row({cell(call, "tool"), cell(call, "lane"), cell(call, "count"),
+                     cell(call, "errors"), format_duration_ms(member_or_null(call, "p50_ms")),
+                     format_duration_ms(member_or_null(call, "p90_ms")),
+                     format_duration_ms(member_or_null(call, "p99_ms")),
+                     format_duration_ms(member_or_null(call, "max_ms"))});
+    }
+    table.print(out);
+  }
+  out << '\n';
+  if (lanes->empty()) {
+    out << "no lanes reported\n";
+  } else {
+    lane_table(*lanes).print(out);
+  }
+  return {};
+}
+
+}  // namespace loopr::client

@@ -1,0 +1,18 @@
+// Tables of looprd's metrics.get result (docs/control-protocol.md), shared by
+// `looprctl metrics` and `looprctl daemon status`. Malformed shapes are
+// errc::protocol; printing happens only once the whole shape was checked.
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+
+namespace loopr::client {
+
+// LANE STATE PID SLOTS IN FLIGHT QUEUED RESTARTS LAST ERROR.
+Result<void> print_lanes(const nlohmann::json& metrics, std::ostream& out);
+// The summary line, then per-tool counts and latency percentiles, then lanes.
+Result<void> print_metrics(const nlohmann::json& metrics, std::ostream& out);
+
+}  // namespace loopr::client

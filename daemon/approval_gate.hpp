@@ -1,0 +1,77 @@
+// ApprovalGate: privileged calls whose policy is "ask" wait here until a
+// client approves or denies them (approval.approve / approval.deny, the TUI,
+// `looprctl approve`), or until the timeout, which denies (DESIGN.md §6).
+// A job can never approve itself: the control socket is unreachable from
+// every lane (SECURITY.md).
+// Threads: io thread only.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/error.hpp"
+#include "daemon/event_bus.hpp"
+#include "daemon/wakeup.hpp"
+
+namespace loopr::daemon {
+
+struct ApprovalRequest {
+  std::string call_id;
+  std::string tool;
+  std::string lane;
+  std::string tier;
+  nlohmann::json args;
+  std::string worktree;
+};
+
+struct ApprovalDecision {
+  bool approved = false;
+  std::string reason;  // why it was denied ("timed out after 300 s", the user's words)
+};
+
+class ApprovalGate {
+ public:
+  ApprovalGate(asio::any_io_executor executor, EventBus& events)
+      : executor_(std::move(executor)), events_(events) {}
+
+  // Publishes approval.requested and waits for a decision or the timeout.
+  asio::awaitable<ApprovalDecision> request(ApprovalRequest request,
+                                            std::chrono::milliseconds timeout);
+
+  // approval.approve / approval.deny. Unknown (or already decided) ids are an
+  // invalid_arguments error that says so.
+  Result<void> decide(const std::string& id, bool approved, std::string reason);
+  // Denies the pending approval of a call (tool.cancel, shutdown).
+  bool cancel_call(const std::string& call_id, const std::string& reason);
+  void deny_all(const std::string& reason);
+
+  // [{id, call_id, tool, lane, tier, args, worktree, requested_at_ms, expires_at_ms}]
+  nlohmann::json pending_json() const;
+  std::size_t pending_count() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    ApprovalRequest request;
+    std::int64_t requested_at_ms = 0;
+    std::int64_t expires_at_ms = 0;
+    std::optional<ApprovalDecision> decision;
+    Wakeup decided;
+  };
+  nlohmann::json describe(const std::string& id, const Pending& pending) const;
+
+  asio::any_io_executor executor_;
+  EventBus& events_;
+  std::map<std::string, std::shared_ptr<Pending>> pending_;
+  std::uint64_t next_id_ = 1;
+};
+
+// Unix time in milliseconds.
+std::int64_t unix_ms();
+
+}  // namespace loopr::daemon

@@ -1,0 +1,208 @@
+#include "daemon/daemon.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/post.hpp>
+#include <filesystem>
+
+#include "daemon/systemd_notify.hpp"
+
+namespace loopr::daemon {
+
+std::shared_ptr<const CompiledCatalog> load_catalog(const config::Paths& paths,
+                                                    const config::Settings& settings) {
+  config::Catalog catalog = config::Catalog::load({paths.user_catalog_file()});
+  settings.validate_against(catalog);
+  return CompiledCatalog::build(std::move(catalog));
+}
+
+Daemon::Daemon(DaemonOptions options)
+    : options_(std::move(options)),
+      signals_(io_, SIGTERM, SIGINT),
+      reload_signal_(io_, SIGHUP),
+      store_(Store::open(options_.paths.state_dir)),
+      approvals_(io_.get_executor(), events_),
+      started_(std::chrono::steady_clock::now()) {
+  const config::Settings& settings = options_.settings;
+  auto catalog = load_catalog(options_.paths, settings);
+  if (settings.sandbox.mode == config::SandboxMode::off) {
+    spdlog::critical(
+        "sandbox = \"off\" in loopr.toml: tool calls run WITHOUT any isolation from this machine; "
+        "privileged tools will ask for approval");
+  }
+  if (settings.sandbox.worktree_roots.empty()) {
+    spdlog::warn(
+        "no [sandbox] worktree_roots in loopr.toml: tool calls have nowhere to write; "
+        "add the folders that hold your repositories");
+  }
+
+  ToolRouter::Lanes lane_map;
+  for (std::string_view lane : config::kRunnerLanes) {
+    const config::LaneSettings& lane_settings = settings.lanes.at(std::string(lane));
+    LaneConfig config;
+    config.lane = std::string(lane);
+    config.argv = runner_argv(config.lane, lane_settings);
+    config.slots = static_cast<std::uint32_t>(lane_settings.slots);
+    config.heartbeat_interval = std::chrono::milliseconds(settings.daemon.heartbeat_interval_ms);
+    config.first_restart_delay =
+        std::chrono::milliseconds(settings.daemon.runner_restart_backoff_ms);
+    auto link = std::make_unique<RunnerLink>(
+        io_, std::move(config), metrics_,
+        [this](const proto::OutputChunk& chunk) { publish_output(chunk); });
+    lane_map.emplace(link->lane(), link.get());
+    lanes_.push_back(std::move(link));
+  }
+  router_ =
+      std::make_unique<ToolRouter>(io_, options_.settings, std::move(catalog), std::move(lane_map),
+                                   approvals_, events_, metrics_, store_, reads_);
+  std::vector<RunnerLink*> lanes;
+  for (auto& lane : lanes_)
+    lanes.push_back(lane.get());
+  methods_ = std::make_unique<MethodRegistry>(
+      DaemonServices{*router_, approvals_, events_, metrics_, lanes,
+                     [this] { return server_ ? server_->client_count() : 0; },
+                     [this] { request_shutdown("daemon.shutdown"); }, started_});
+  server_ = std::make_unique<ControlServer>(
+      io_, options_.paths.socket_path,
+      [this](ClientSession& session, proto::Request request) {
+        return methods_->dispatch(session, std::move(request));
+      },
+      static_cast<std::size_t>(settings.daemon.max_client_queue_bytes));
+  server_->on_session = [this](ClientSession& session) {
+    session.on_close = [this](ClientSession& closed) {
+      if (closed.subscription) events_.unsubscribe(*closed.subscription);
+      reads_.forget_session(closed.name());
+    };
+  };
+  server_->listen();
+}
+
+Daemon::~Daemon() = default;
+
+std::vector<std::string> Daemon::runner_argv(const std::string& lane,
+                                             const config::LaneSettings& lane_settings) const {
+  const config::Settings& settings = options_.settings;
+  std::vector<std::string> argv = {options_.runner_binary,
+                                   "--lane",
+                                   lane,
+                                   "--fd",
+                                   "3",
+                                   "--tool",
+                                   options_.tool_binary,
+                                   "--slots",
+                                   std::to_string(lane_settings.slots),
+                                   "--tmp-size-mb",
+                                   std::to_string(settings.sandbox.tmp_size_mb),
+                                   "--sandbox",
+                                   std::string(config::to_string(settings.sandbox.mode))};
+  if (lane_settings.network) argv.push_back("--network");
+  if (lane == config::lanes::heavy) argv.push_back("--stream-output");
+  if (lane_settings.memory_mb) {
+    argv.push_back("--memory-mb");
+    argv.push_back(std::to_string(*lane_settings.memory_mb));
+  }
+  if (lane_settings.pids_max) {
+    argv.push_back("--max-processes");
+    argv.push_back(std::to_string(*lane_settings.pids_max));
+  }
+  for (const std::string& root : settings.sandbox.worktree_roots) {
+    argv.push_back("--root");
+    argv.push_back(root);
+  }
+  // The daemon's own places: jobs must not even reach them by path.
+  const std::string socket_folder =
+      std::filesystem::path(options_.paths.socket_path).parent_path().string();
+  for (const std::string& hidden :
+       {socket_folder, options_.paths.state_dir, options_.paths.config_dir}) {
+    argv.push_back("--hide");
+    argv.push_back(hidden);
+  }
+  for (const std::string& hidden : settings.sandbox.hidden_paths) {
+    argv.push_back("--hide");
+    argv.push_back(hidden);
+  }
+  return argv;
+}
+
+void Daemon::publish_output(const proto::OutputChunk& chunk) {
+  if (!events_.has_subscribers("tool.output")) return;
+  events_.publish("tool.output", {{"call_id", chunk.job_id},
+                                  {"stream", proto::to_string(chunk.stream)},
+                                  {"data", chunk.data}});
+}
+
+bool Daemon::reload_catalog() {
+  try {
+    router_->set_catalog(load_catalog(options_.paths, options_.settings));
+    spdlog::info("catalog reloaded from {}", options_.paths.user_catalog_file());
+    return true;
+  } catch (const ConfigError& e) {
+    spdlog::error("catalog not reloaded, the old one stays in force: {}", e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("catalog not reloaded, the old one stays in force: {}", e.what());
+  }
+  return false;
+}
+
+void Daemon::watch_signals() {
+  signals_.async_wait([this](const std::error_code& ec, int signal) {
+    if (ec) return;
+    request_shutdown(signal == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  watch_reload();
+}
+
+void Daemon::watch_reload() {
+  reload_signal_.async_wait([this](const std::error_code& ec, int) {
+    if (ec) return;
+    reload_catalog();
+    if (!shutting_down_) watch_reload();
+  });
+}
+
+void Daemon::request_shutdown(const std::string& why) {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  spdlog::info("shutting down ({})", why);
+  notify_systemd("STOPPING=1");
+  asio::co_spawn(io_, shut_down(), asio::detached);
+}
+
+asio::awaitable<void> Daemon::shut_down() {
+  server_->stop_accepting();
+  approvals_.deny_all("looprd is shutting down");
+  for (auto& lane : lanes_)
+    co_await lane->stop(std::chrono::seconds(2));
+  server_->close_sessions();
+  std::error_code ignored;
+  signals_.cancel(ignored);
+  reload_signal_.cancel(ignored);
+  // Sessions close once their last replies are written; a client that does
+  // not read gets a second, then the daemon stops regardless.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  asio::steady_timer tick(io_);
+  while (server_->client_count() > 0 && std::chrono::steady_clock::now() < deadline) {
+    tick.expires_after(std::chrono::milliseconds(5));
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+  io_.stop();
+}
+
+int Daemon::run() {
+  for (auto& lane : lanes_)
+    lane->start();
+  server_->start_accepting();
+  watch_signals();
+  spdlog::info("looprd {} listening on {} (state {}, {} lanes)", kDaemonVersion,
+               options_.paths.socket_path, options_.paths.state_dir, lanes_.size());
+  notify_systemd("READY=1");
+  if (options_.on_ready) options_.on_ready();
+  io_.run();
+  spdlog::info("looprd stopped");
+  return 0;
+}
+
+}  // namespace loopr::daemon

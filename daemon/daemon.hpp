@@ -1,0 +1,83 @@
+// Daemon: looprd put together. Owns the io_context (one thread, C++20
+// coroutines), the store, the catalog, the lane runners, the ToolRouter and
+// the control socket, and runs them until SIGTERM/SIGINT or daemon.shutdown.
+// SIGHUP reloads catalog.toml; a bad catalog is refused and the old one kept.
+//
+// Construction does all the work that can fail for reasons the user must fix
+// (config, state folder, socket) and throws ConfigError / StartupError; run()
+// does not throw.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/paths.hpp"
+#include "config/settings.hpp"
+#include "daemon/approval_gate.hpp"
+#include "daemon/control_server.hpp"
+#include "daemon/event_bus.hpp"
+#include "daemon/methods.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/read_tracker.hpp"
+#include "daemon/runner_link.hpp"
+#include "daemon/store.hpp"
+#include "daemon/tool_router.hpp"
+
+namespace loopr::daemon {
+
+struct DaemonOptions {
+  config::Paths paths;
+  config::Settings settings;
+  std::string runner_binary;  // loopr-runner
+  std::string tool_binary;    // loopr-tool
+  // Called once the socket listens (before the first client is served).
+  std::function<void()> on_ready;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+
+  // Serves until shut down; returns the process exit status.
+  int run();
+  void request_shutdown(const std::string& why);
+  // Reloads catalog.toml; false (and the old catalog kept) if it is wrong.
+  bool reload_catalog();
+
+ private:
+  std::vector<std::string> runner_argv(const std::string& lane,
+                                       const config::LaneSettings& settings) const;
+  asio::awaitable<void> shut_down();
+  void watch_signals();
+  void watch_reload();
+  void publish_output(const proto::OutputChunk& chunk);
+
+  DaemonOptions options_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::signal_set reload_signal_;
+  Store store_;
+  EventBus events_;
+  Metrics metrics_;
+  ReadTracker reads_;
+  ApprovalGate approvals_;
+  std::vector<std::unique_ptr<RunnerLink>> lanes_;
+  std::unique_ptr<ToolRouter> router_;
+  std::unique_ptr<MethodRegistry> methods_;
+  std::unique_ptr<ControlServer> server_;
+  std::chrono::steady_clock::time_point started_;
+  bool shutting_down_ = false;
+};
+
+// Loads the catalog (built-in, then the user's catalog.toml) and checks the
+// settings against it. Throws ConfigError.
+std::shared_ptr<const CompiledCatalog> load_catalog(const config::Paths& paths,
+                                                    const config::Settings& settings);
+
+}  // namespace loopr::daemon

@@ -1,0 +1,28 @@
+# loopr_daemon: looprd's pieces (one concern per file); looprd: its main.
+add_library(loopr_daemon STATIC
+  approval_gate.cpp
+  client_session.cpp
+  control_server.cpp
+  daemon.cpp
+  event_bus.cpp
+  logging.cpp
+  methods.cpp
+  metrics.cpp
+  read_tracker.cpp
+  runner_link.cpp
+  systemd_notify.cpp
+  tool_router.cpp)
+target_include_directories(loopr_daemon PUBLIC ${PROJECT_SOURCE_DIR})
+# asio is standalone and header-only (libasio-dev); ASIO_NO_DEPRECATED keeps
+# us on the current API.
+target_compile_definitions(loopr_daemon PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
+# g++ 12 misreports asio's awaitable frame allocator (it pairs a custom
+# operator new with its matching delete) as mismatched (GCC bug 109224).
+target_compile_options(loopr_daemon PUBLIC $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)
+target_link_libraries(loopr_daemon PUBLIC loopr_common loopr_proto loopr_config loopr_json_schema
+                                          loopr_store spdlog::spdlog Threads::Threads)
+loopr_target_options(loopr_daemon)
+
+add_executable(looprd main.cpp)
+target_link_libraries(looprd PRIVATE loopr_daemon CLI11::CLI11)
+loopr_target_options(looprd)

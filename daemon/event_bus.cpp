@@ -1,0 +1,55 @@
+#include "daemon/event_bus.hpp"
+
+#include "proto/control_messages.hpp"
+#include "proto/line_codec.hpp"
+
+namespace loopr::daemon {
+
+EventBus::SubscriptionId EventBus::subscribe(std::vector<std::string> topics, Sink sink) {
+  const SubscriptionId id = next_id_++;
+  subscribers_.emplace(id, Subscriber{std::move(topics), std::move(sink)});
+  return id;
+}
+
+void EventBus::unsubscribe(SubscriptionId id) {
+  subscribers_.erase(id);
+}
+
+bool EventBus::topic_matches(std::string_view topic, std::string_view event) {
+  if (topic == event) return true;
+  return event.size() > topic.size() && event.substr(0, topic.size()) == topic &&
+         event[topic.size()] == '.';
+}
+
+bool EventBus::wants(const Subscriber& subscriber, std::string_view event) const {
+  if (subscriber.topics.empty()) return true;
+  for (const std::string& topic : subscriber.topics) {
+    if (topic_matches(topic, event)) return true;
+  }
+  return false;
+}
+
+bool EventBus::has_subscribers(std::string_view event) const {
+  for (const auto& [id, subscriber] : subscribers_) {
+    if (wants(subscriber, event)) return true;
+  }
+  return false;
+}
+
+void EventBus::publish(std::string_view event, nlohmann::json data) {
+  if (!has_subscribers(event)) return;
+  auto line = proto::encode_line(proto::to_json(proto::Event{std::string(event), std::move(data)}));
+  if (!line) return;  // over the line cap: the event data is ours and bounded; drop it
+  // A sink may unsubscribe (its session closing) while we iterate: copy ids.
+  std::vector<SubscriptionId> ids;
+  ids.reserve(subscribers_.size());
+  for (const auto& [id, subscriber] : subscribers_) {
+    if (wants(subscriber, event)) ids.push_back(id);
+  }
+  for (SubscriptionId id : ids) {
+    auto it = subscribers_.find(id);
+    if (it != subscribers_.end()) it->second.sink(*line);
+  }
+}
+
+}  // namespace loopr::daemon

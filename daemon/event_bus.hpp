@@ -1,0 +1,49 @@
+// EventBus: pushed events (DESIGN.md §3) from the daemon's components to the
+// clients that subscribed. An event is encoded once and handed to every
+// matching subscriber as a ready NDJSON line.
+//
+// Topics: a subscriber's topic matches an event with the same name, or any
+// event under it ("tool" matches "tool.started"); no topics means every event.
+// Threads: used only on the daemon's io thread. A sink must not call back into
+// the bus (sessions only queue the line).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loopr::daemon {
+
+class EventBus {
+ public:
+  using Sink = std::function<void(const std::string& line)>;
+  using SubscriptionId = std::uint64_t;
+
+  SubscriptionId subscribe(std::vector<std::string> topics, Sink sink);
+  void unsubscribe(SubscriptionId id);
+
+  // Encodes {"event", "data"} once and delivers it to each matching sink.
+  void publish(std::string_view event, nlohmann::json data);
+
+  // Whether anyone listens for `event`: lets a publisher skip building data.
+  bool has_subscribers(std::string_view event) const;
+  std::size_t subscriber_count() const { return subscribers_.size(); }
+
+  static bool topic_matches(std::string_view topic, std::string_view event);
+
+ private:
+  struct Subscriber {
+    std::vector<std::string> topics;
+    Sink sink;
+  };
+  bool wants(const Subscriber& subscriber, std::string_view event) const;
+
+  std::map<SubscriptionId, Subscriber> subscribers_;
+  SubscriptionId next_id_ = 1;
+};
+
+}  // namespace loopr::daemon

@@ -1,0 +1,246 @@
+#include "daemon/methods.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+
+#include "proto/control_messages.hpp"
+
+namespace loopr::daemon {
+namespace {
+
+using nlohmann::json;
+
+Error rpc_error(proto::ControlErrorCode code, std::string message, std::string hint = {}) {
+  Error error = make_error(code == proto::ControlErrorCode::invalid_params
+                               ? std::string(errc::invalid_arguments)
+                               : std::string(errc::protocol),
+                           std::move(message), std::move(hint));
+  error.details = {{"rpc_code", static_cast<int>(code)}};
+  return error;
+}
+
+Error invalid_params(std::string message, std::string hint = {}) {
+  return rpc_error(proto::ControlErrorCode::invalid_params, std::move(message), std::move(hint));
+}
+
+const std::vector<std::string_view> kEventTopics = {
+    "tool",     "tool.started",       "tool.output",      "tool.finished",
+    "approval", "approval.requested", "approval.resolved"};
+
+}  // namespace
+
+MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(services)) {
+  methods_ = {
+      {"initialize", {&MethodRegistry::initialize, false}},
+      {"ping", {&MethodRegistry::ping, false}},
+      {"tool.list", {&MethodRegistry::tool_list}},
+      {"tool.call", {&MethodRegistry::tool_call}},
+      {"tool.batch", {&MethodRegistry::tool_batch}},
+      {"tool.cancel", {&MethodRegistry::tool_cancel}},
+      {"approval.list", {&MethodRegistry::approval_list}},
+      {"approval.approve", {&MethodRegistry::approval_approve}},
+      {"approval.deny", {&MethodRegistry::approval_deny}},
+      {"events.subscribe", {&MethodRegistry::events_subscribe}},
+      {"metrics.get", {&MethodRegistry::metrics_get}},
+      {"daemon.shutdown", {&MethodRegistry::daemon_shutdown}},
+  };
+}
+
+std::vector<std::string> MethodRegistry::method_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, method] : methods_)
+    names.push_back(name);
+  return names;
+}
+
+asio::awaitable<proto::Response> MethodRegistry::dispatch(ClientSession& session,
+                                                          proto::Request request) {
+  const std::int64_t id = request.id;
+  auto method = methods_.find(request.method);
+  if (method == methods_.end()) {
+    std::string names;
+    for (const auto& name : method_names())
+      names += (names.empty() ? "" : ", ") + name;
+    co_return proto::Response::failure(
+        id, proto::ControlError{static_cast<int>(proto::ControlErrorCode::method_not_found),
+                                "unknown method '" + request.method + "'",
+                                json{{"methods", method_names()}}});
+  }
+  if (method->second.needs_initialize && !session.initialized) {
+    co_return proto::Response::failure(
+        id,
+        proto::ControlError{static_cast<int>(proto::ControlErrorCode::invalid_request),
+                            "send initialize {client, version} before " + request.method, nullptr});
+  }
+  std::optional<Error> failure;
+  try {
+    auto result = co_await (this->*method->second.handler)(session, request.params);
+    if (result) co_return proto::Response::success(id, std::move(*result));
+    failure = std::move(result).error();
+  } catch (const std::exception& e) {
+    spdlog::error("{} failed with an exception: {}", request.method, e.what());
+    failure = make_error(errc::internal, std::string("internal error: ") + e.what(),
+                         "report this as a loopr bug");
+  }
+  co_return proto::Response::failure(id, proto::control_error_from(*failure));
+}
+
+asio::awaitable<Result<json>> MethodRegistry::initialize(ClientSession& session,
+                                                         const json& params) {
+  auto parsed = proto::parse_initialize_params(params);
+  if (!parsed) co_return std::move(parsed).error();
+  if (parsed->version != proto::kProtocolVersion) {
+    Error error =
+        rpc_error(proto::ControlErrorCode::version_mismatch,
+                  "this looprd speaks control protocol " + std::to_string(proto::kProtocolVersion) +
+                      ", the client " + std::to_string(parsed->version),
+                  "use a looprctl of the same loopr version as the daemon");
+    error.details["protocol"] = proto::kProtocolVersion;
+    co_return error;
+  }
+  session.initialized = true;
+  json lanes = json::array();
+  for (RunnerLink* lane : services_.lanes)
+    lanes.push_back(lane->lane());
+  proto::InitializeResult result;
+  result.daemon_version = kDaemonVersion;
+  result.capabilities = {{"methods", method_names()}, {"lanes", lanes}};
+  co_return proto::to_json(result);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::ping(ClientSession&, const json&) {
+  const auto uptime = std::chrono::steady_clock::now() - services_.started;
+  co_return json{
+      {"pong", true},
+      {"uptime_ms", std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::tool_list(ClientSession&, const json&) {
+  co_return json{{"tools", services_.router.tools_json()}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::tool_call(ClientSession& session,
+                                                        const json& params) {
+  auto parsed = proto::parse_tool_call_params(params);
+  if (!parsed) co_return std::move(parsed).error();
+  ToolCallRequest request;
+  request.tool = std::move(parsed->tool);
+  request.args = std::move(parsed->args);
+  request.worktree = std::move(parsed->worktree);
+  request.session = parsed->loop_id ? "loop:" + *parsed->loop_id : session.name();
+  request.timeout_ms = parsed->timeout_ms;
+  ToolCallOutcome outcome = co_await services_.router.call(std::move(request));
+  co_return outcome.to_json();
+}
+
+asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
+                                                         const json& params) {
+  if (!params.contains("calls") || !params["calls"].is_array() || params["calls"].empty()) {
+    co_return invalid_params("tool.batch needs `calls`, a non-empty array of {tool, args}");
+  }
+  if (!params.contains("worktree") || !params["worktree"].is_string()) {
+    co_return invalid_params("tool.batch needs `worktree`, an absolute path");
+  }
+  std::string scope = session.name();
+  if (params.contains("loop_id")) {
+    if (!params["loop_id"].is_string()) co_return invalid_params("loop_id must be a string");
+    scope = "loop:" + params["loop_id"].get<std::string>();
+  }
+  std::vector<ToolCallRequest> requests;
+  std::size_t index = 0;
+  for (const json& call : params["calls"]) {
+    if (!call.is_object() || !call.contains("tool") || !call["tool"].is_string() ||
+        (call.contains("args") && !call["args"].is_object())) {
+      co_return invalid_params("calls[" + std::to_string(index) +
+                               "] must be {tool: string, args?: object}");
+    }
+    ToolCallRequest request;
+    request.tool = call["tool"].get<std::string>();
+    request.args = call.value("args", json::object());
+    request.worktree = params["worktree"].get<std::string>();
+    request.session = scope;
+    requests.push_back(std::move(request));
+    ++index;
+  }
+  auto outcomes = co_await services_.router.batch(std::move(requests));
+  json results = json::array();
+  for (const auto& outcome : outcomes)
+    results.push_back(outcome.to_json());
+  co_return json{{"results", std::move(results)}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::tool_cancel(ClientSession&, const json& params) {
+  if (!params.contains("call_id") || !params["call_id"].is_string()) {
+    co_return invalid_params(
+        "tool.cancel needs `call_id`, the id a tool.started event or "
+        "tool.call result gave");
+  }
+  co_return json{{"cancelled", services_.router.cancel(params["call_id"].get<std::string>())}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::approval_list(ClientSession&, const json&) {
+  co_return json{{"approvals", services_.approvals.pending_json()}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::approval_approve(ClientSession&, const json& params) {
+  auto parsed = proto::parse_approval_decision_params(params);
+  if (!parsed) co_return std::move(parsed).error();
+  auto decided = services_.approvals.decide(parsed->id, true, "");
+  if (!decided) co_return std::move(decided).error();
+  co_return json{{"id", parsed->id}, {"approved", true}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::approval_deny(ClientSession&, const json& params) {
+  auto parsed = proto::parse_approval_decision_params(params);
+  if (!parsed) co_return std::move(parsed).error();
+  auto decided =
+      services_.approvals.decide(parsed->id, false, parsed->reason.value_or("denied by the user"));
+  if (!decided) co_return std::move(decided).error();
+  co_return json{{"id", parsed->id}, {"approved", false}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& session,
+                                                               const json& params) {
+  auto parsed = proto::parse_subscribe_params(params);
+  if (!parsed) co_return std::move(parsed).error();
+  for (const std::string& topic : parsed->topics) {
+    if (std::find(kEventTopics.begin(), kEventTopics.end(), topic) == kEventTopics.end()) {
+      std::string known;
+      for (auto name : kEventTopics)
+        known += (known.empty() ? "" : ", ") + std::string(name);
+      co_return invalid_params("unknown event topic '" + topic + "'", "topics: " + known);
+    }
+  }
+  if (session.subscription) services_.events.unsubscribe(*session.subscription);
+  // The sink holds the session weakly: the bus never keeps a closed client alive.
+  std::weak_ptr<ClientSession> weak = session.shared_from_this();
+  session.subscription =
+      services_.events.subscribe(parsed->topics, [weak](const std::string& line) {
+        if (auto live = weak.lock()) live->send_line(line);
+      });
+  co_return json{{"topics", parsed->topics}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::metrics_get(ClientSession&, const json&) {
+  json lanes = json::array();
+  for (RunnerLink* lane : services_.lanes)
+    lanes.push_back(lane->status_json());
+  const auto uptime = std::chrono::steady_clock::now() - services_.started;
+  co_return json{
+      {"uptime_ms", std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()},
+      {"rss_bytes", resident_set_bytes()},
+      {"clients", services_.client_count()},
+      {"active_calls", services_.router.active_calls()},
+      {"pending_approvals", services_.approvals.pending_count()},
+      {"calls", services_.metrics.calls_json()},
+      {"lanes", std::move(lanes)},
+      {"runner_restarts", services_.metrics.total_runner_restarts()}};
+}
+
+asio::awaitable<Result<json>> MethodRegistry::daemon_shutdown(ClientSession&, const json&) {
+  services_.request_shutdown();
+  co_return json{{"shutting_down", true}};
+}
+
+}  // namespace loopr::daemon

@@ -1,0 +1,73 @@
+// MethodRegistry: the control methods (DESIGN.md §3, docs/control-protocol.md)
+// as a table of name → handler, in the manner of watchman's command registry.
+// dispatch() is looprd's one dispatch boundary (common/error.hpp): a handler's
+// Error becomes an error reply, and so does any exception that escaped by
+// mistake, so a bug is an error reply, never a crash.
+// Threads: io thread only.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "daemon/approval_gate.hpp"
+#include "daemon/client_session.hpp"
+#include "daemon/event_bus.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/runner_link.hpp"
+#include "daemon/tool_router.hpp"
+
+namespace loopr::daemon {
+
+// What the handlers reach. Everything is owned by the Daemon.
+struct DaemonServices {
+  ToolRouter& router;
+  ApprovalGate& approvals;
+  EventBus& events;
+  Metrics& metrics;
+  std::vector<RunnerLink*> lanes;
+  std::function<std::size_t()> client_count;
+  std::function<void()> request_shutdown;
+  std::chrono::steady_clock::time_point started;
+};
+
+inline constexpr const char* kDaemonVersion = "0.1.0";
+
+class MethodRegistry {
+ public:
+  explicit MethodRegistry(DaemonServices services);
+
+  asio::awaitable<proto::Response> dispatch(ClientSession& session, proto::Request request);
+  std::vector<std::string> method_names() const;
+
+ private:
+  using Handler = asio::awaitable<Result<nlohmann::json>> (MethodRegistry::*)(
+      ClientSession&, const nlohmann::json&);
+  struct Method {
+    Handler handler;
+    bool needs_initialize = true;
+  };
+
+  asio::awaitable<Result<nlohmann::json>> initialize(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> ping(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> tool_list(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> tool_call(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> tool_batch(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> tool_cancel(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> approval_list(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> approval_approve(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> approval_deny(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> events_subscribe(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> metrics_get(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> daemon_shutdown(ClientSession&, const nlohmann::json&);
+
+  DaemonServices services_;
+  std::map<std::string, Method, std::less<>> methods_;
+};
+
+}  // namespace loopr::daemon

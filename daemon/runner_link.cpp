@@ -1,0 +1,516 @@
+#include "daemon/runner_link.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/write.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "common/unique_fd.hpp"
+#include "proto/frame_codec.hpp"
+
+namespace loopr::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using asio::redirect_error;
+using asio::use_awaitable;
+
+constexpr int kRunnerExitSandboxFailed = 3;  // runner/main.cpp: fail closed
+constexpr auto kMaxRestartDelay = std::chrono::seconds(30);
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+// A runner that lived this long counts as healthy: the backoff starts over.
+constexpr auto kHealthyLifetime = std::chrono::seconds(30);
+// Beyond a job's own timeout and grace, how long the daemon waits for the
+// runner's result before it declares the runner stuck.
+constexpr auto kResultSlack = std::chrono::seconds(10);
+
+struct Spawned {
+  pid_t pid = -1;
+  UniqueFd link;    // daemon's end of the socketpair
+  UniqueFd stderr;  // read end of the runner's stderr (and stdout)
+};
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return std::string("was killed by signal ") + ::strsignal(WTERMSIG(status));
+  }
+  return "ended";
+}
+
+// fork + exec of the runner. The daemon is single-threaded (one io thread, no
+// helper threads), so the child may allocate; it still only calls what exec
+// needs. Every fd of the daemon is O_CLOEXEC, so the runner inherits exactly
+// 0 (/dev/null), 1 and 2 (the stderr pipe) and 3 (the link).
+Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return errno_error(errno, "socketpair for the runner link", "");
+  }
+  UniqueFd daemon_end(pair[0]);
+  UniqueFd runner_end(pair[1]);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno_error(errno, "pipe for runner stderr", "");
+  UniqueFd err_read(pipe_fds[0]);
+  UniqueFd err_write(pipe_fds[1]);
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null) return errno_error(errno, "open", "/dev/null");
+
+  std::vector<char*> args;
+  for (const std::string& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno_error(errno, "fork of the runner", argv.front());
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Move the fds out of 0..3 first so the dup2s below cannot clobber them.
+    const int link = ::fcntl(runner_end.get(), F_DUPFD_CLOEXEC, 10);
+    const int err = ::fcntl(err_write.get(), F_DUPFD_CLOEXEC, 10);
+    const int in = ::fcntl(dev_null.get(), F_DUPFD_CLOEXEC, 10);
+    if (link < 0 || err < 0 || in < 0 || ::dup2(in, 0) < 0 || ::dup2(err, 1) < 0 ||
+        ::dup2(err, 2) < 0 || ::dup2(link, 3) < 0) {
+      ::_exit(127);
+    }
+    ::execv(args[0], args.data());
+    const char* message = "looprd: cannot exec the lane runner\n";
+    [[maybe_unused]] auto ignored = ::write(2, message, std::strlen(message));
+    ::_exit(127);
+  }
+  return Spawned{pid, std::move(daemon_end), std::move(err_read)};
+}
+
+}  // namespace
+
+std::string_view to_string(LaneState state) {
+  switch (state) {
+    case LaneState::starting:
+      return "starting";
+    case LaneState::ready:
+      return "ready";
+    case LaneState::restarting:
+      return "restarting";
+    case LaneState::failed:
+      return "failed";
+    case LaneState::stopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+struct RunnerLink::PendingJob {
+  proto::Job job;
+  Wakeup done;
+  std::optional<proto::JobResult> result;
+  bool sent = false;
+  Clock::time_point queued_at;
+  Clock::time_point sent_at;
+};
+
+// One runner process's link. Coroutines of an old connection see `closed`
+// and stop; the RunnerLink only ever talks to connection_.
+struct RunnerLink::Connection {
+  Connection(asio::io_context& io, int fd) : socket(io), wake_writer(io.get_executor()) {
+    socket.assign(asio::local::stream_protocol(), fd);
+  }
+  asio::local::stream_protocol::socket socket;
+  std::string outbox;
+  Wakeup wake_writer;
+  bool closed = false;
+  bool handshake_done = false;
+  Clock::time_point last_heard = Clock::now();
+  std::uint64_t heartbeat_seq = 0;
+
+  void close() {
+    if (closed) return;
+    closed = true;
+    std::error_code ignored;
+    socket.shutdown(asio::socket_base::shutdown_both, ignored);
+    socket.close(ignored);
+    wake_writer.notify();
+  }
+};
+
+RunnerLink::RunnerLink(asio::io_context& io, LaneConfig config, Metrics& metrics,
+                       OutputSink on_output)
+    : io_(io),
+      config_(std::move(config)),
+      metrics_(metrics),
+      on_output_(std::move(on_output)),
+      slots_(config_.slots),
+      stopped_(io.get_executor()),
+      wake_supervisor_(io.get_executor()) {}
+
+RunnerLink::~RunnerLink() {
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
+}
+
+void RunnerLink::start() {
+  stopping_ = false;
+  state_ = LaneState::starting;
+  asio::co_spawn(io_, supervise(), asio::detached);
+}
+
+asio::awaitable<void> RunnerLink::supervise() {
+  auto delay = config_.first_restart_delay;
+  while (!stopping_) {
+    state_ = LaneState::starting;
+    auto spawned = spawn_runner(config_.argv);
+    if (!spawned) {
+      last_error_ =
+          "cannot start the runner for lane " + config_.lane + ": " + spawned.error().message;
+      spdlog::error("{}", last_error_);
+      state_ = LaneState::failed;
+      fail_queued(last_error_);
+    } else {
+      pid_ = spawned->pid;
+      const auto started = Clock::now();
+      spdlog::info("lane {}: runner started (pid {})", config_.lane, pid_);
+      asio::co_spawn(io_, log_stderr(spawned->stderr.release()), asio::detached);
+      auto connection = std::make_shared<Connection>(io_, spawned->link.release());
+      connection_ = connection;
+      asio::co_spawn(io_, write_loop(connection), asio::detached);
+      asio::co_spawn(io_, heartbeat_loop(connection), asio::detached);
+      co_await serve(connection);
+      connection->close();
+      connection_.reset();
+
+      ::kill(pid_, SIGKILL);  // it may already be gone; its whole job tree dies with it
+      const int status = co_await reap(pid_);
+      pid_ = -1;
+      const bool sandbox_failed =
+          WIFEXITED(status) && WEXITSTATUS(status) == kRunnerExitSandboxFailed;
+      std::string why = "the runner " + describe_exit(status);
+      if (!last_stderr_.empty()) why += " (" + last_stderr_ + ")";
+      fail_in_flight("runner for lane " + config_.lane + " restarted: " + why);
+      if (stopping_) break;
+      metrics_.record_runner_restart(config_.lane);
+      if (sandbox_failed) {
+        last_error_ = "lane " + config_.lane + " cannot build its sandbox, so it runs no job: " +
+                      (last_stderr_.empty() ? why : last_stderr_);
+        spdlog::error("{}", last_error_);
+        state_ = LaneState::failed;
+        fail_queued(last_error_);
+      } else {
+        last_error_ = "runner for lane " + config_.lane + " restarted: " + why;
+        spdlog::warn("{}", last_error_);
+        state_ = LaneState::restarting;
+      }
+      if (Clock::now() - started > kHealthyLifetime) delay = config_.first_restart_delay;
+    }
+    wake_supervisor_.reset();
+    co_await wake_supervisor_.wait_until(Clock::now() + delay);
+    delay = std::min<std::chrono::milliseconds>(delay * 2, kMaxRestartDelay);
+  }
+  state_ = LaneState::stopped;
+  fail_queued("looprd is shutting down");
+  stopped_.notify();
+}
+
+asio::awaitable<void> RunnerLink::serve(std::shared_ptr<Connection> connection) {
+  proto::FrameReader reader;
+  std::string buffer(64 * 1024, '\0');
+  for (;;) {
+    std::error_code ec;
+    const std::size_t n = co_await connection->socket.async_read_some(
+        asio::buffer(buffer), redirect_error(use_awaitable, ec));
+    if (ec) {
+      if (ec != asio::error::eof && !connection->closed) {
+        spdlog::warn("lane {}: runner link: {}", config_.lane, ec.message());
+      }
+      co_return;
+    }
+    reader.feed(std::string_view(buffer.data(), n));
+    for (;;) {
+      auto frame = reader.next();
+      if (!frame) {
+        spdlog::error("lane {}: bad frame from the runner ({}); restarting it", config_.lane,
+                      frame.error().message);
+        co_return;
+      }
+      if (!*frame) break;
+      auto message = proto::parse_runner_message(**frame);
+      if (!message) {
+        spdlog::error("lane {}: bad message from the runner ({}); restarting it", config_.lane,
+                      message.error().message);
+        co_return;
+      }
+      connection->last_heard = Clock::now();
+      handle(*connection, std::move(*message));
+      if (connection->closed) co_return;
+    }
+  }
+}
+
+void RunnerLink::handle(Connection& connection, proto::RunnerMessage message) {
+  if (auto* handshake = std::get_if<proto::Handshake>(&message)) {
+    if (connection.handshake_done || handshake->lane != config_.lane ||
+        handshake->version != proto::kRunnerProtocolVersion) {
+      proto::HandshakeAck refusal{false, 0,
+                                  "expected lane " + config_.lane + " protocol " +
+                                      std::to_string(proto::kRunnerProtocolVersion)};
+      send(refusal);
+      spdlog::error("lane {}: refused runner handshake (lane {}, version {})", config_.lane,
+                    handshake->lane, handshake->version);
+      connection.close();
+      return;
+    }
+    connection.handshake_done = true;
+    send(proto::HandshakeAck{true, slots_, std::nullopt});
+    state_ = LaneState::ready;
+    last_error_.clear();
+    pump();
+    return;
+  }
+  if (auto* result = std::get_if<proto::JobResult>(&message)) {
+    auto it = in_flight_.find(result->job_id);
+    if (it == in_flight_.end()) return;  // cancelled or failed here already
+    auto job = it->second;
+    in_flight_.erase(it);
+    complete(job, std::move(*result));
+    pump();
+    return;
+  }
+  if (auto* chunk = std::get_if<proto::OutputChunk>(&message)) {
+    if (in_flight_.contains(chunk->job_id) && on_output_) on_output_(*chunk);
+    return;
+  }
+  // job_ack, cancel_ack, heartbeat_ack: last_heard is already updated.
+}
+
+void RunnerLink::send(const proto::RunnerMessage& message) {
+  if (!connection_ || connection_->closed) return;
+  auto frame = proto::encode_frame(proto::to_json(message));
+  if (!frame) {
+    spdlog::error("lane {}: cannot encode {}: {}", config_.lane, proto::message_type(message),
+                  frame.error().message);
+    return;
+  }
+  connection_->outbox += *frame;
+  connection_->wake_writer.notify();
+}
+
+asio::awaitable<void> RunnerLink::write_loop(std::shared_ptr<Connection> connection) {
+  while (!connection->closed) {
+    if (connection->outbox.empty()) {
+      connection->wake_writer.reset();
+      co_await connection->wake_writer.wait();
+      continue;
+    }
+    std::string batch;
+    batch.swap(connection->outbox);
+    std::error_code ec;
+    co_await asio::async_write(connection->socket, asio::buffer(batch),
+                               redirect_error(use_awaitable, ec));
+    if (ec) {
+      connection->close();
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> RunnerLink::heartbeat_loop(std::shared_ptr<Connection> connection) {
+  const auto started = Clock::now();
+  asio::steady_timer timer(io_);
+  while (!connection->closed) {
+    timer.expires_after(config_.heartbeat_interval);
+    std::error_code ignored;
+    co_await timer.async_wait(redirect_error(use_awaitable, ignored));
+    if (connection->closed) co_return;
+    const auto now = Clock::now();
+    if (!connection->handshake_done && now - started > kHandshakeTimeout) {
+      spdlog::error("lane {}: the runner sent no handshake within {} s; restarting it",
+                    config_.lane, kHandshakeTimeout.count());
+      connection->close();
+      co_return;
+    }
+    if (connection->handshake_done &&
+        now - connection->last_heard > 3 * config_.heartbeat_interval) {
+      spdlog::error("lane {}: the runner stopped answering heartbeats; restarting it",
+                    config_.lane);
+      connection->close();
+      co_return;
+    }
+    if (connection->handshake_done) send(proto::Heartbeat{++connection->heartbeat_seq});
+  }
+}
+
+asio::awaitable<void> RunnerLink::log_stderr(int fd) {
+  asio::posix::stream_descriptor stream(io_, fd);
+  std::string pending;
+  std::string buffer(4096, '\0');
+  for (;;) {
+    std::error_code ec;
+    const std::size_t n =
+        co_await stream.async_read_some(asio::buffer(buffer), redirect_error(use_awaitable, ec));
+    if (ec) break;
+    pending.append(buffer.data(), n);
+    std::size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, newline);
+      pending.erase(0, newline + 1);
+      if (line.empty()) continue;
+      spdlog::info("lane {} runner: {}", config_.lane, line);
+      const std::string_view prefix = "loopr-runner: ";
+      last_stderr_ = line.starts_with(prefix) ? line.substr(prefix.size()) : line;
+    }
+    if (pending.size() > 8192) pending.clear();  // a runner line is never this long
+  }
+}
+
+asio::awaitable<int> RunnerLink::reap(pid_t pid) {
+  int status = 0;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    asio::posix::stream_descriptor waiter(io_, pidfd);
+    std::error_code ignored;
+    co_await waiter.async_wait(asio::posix::stream_descriptor::wait_read,
+                               redirect_error(use_awaitable, ignored));
+  }
+  // With the pidfd readable the process has exited and this does not block;
+  // without pidfd_open (Linux < 5.3) it waits for the SIGKILL sent before.
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  co_return status;
+}
+
+void RunnerLink::pump() {
+  if (state_ != LaneState::ready || !connection_ || connection_->closed) return;
+  while (in_flight_.size() < slots_ && !queue_.empty()) {
+    auto job = queue_.front();
+    queue_.pop_front();
+    job->sent = true;
+    job->sent_at = Clock::now();
+    in_flight_.emplace(job->job.job_id, job);
+    send(job->job);
+  }
+}
+
+void RunnerLink::complete(const std::shared_ptr<PendingJob>& job, proto::JobResult result) {
+  job->result = std::move(result);
+  job->done.notify();
+}
+
+proto::JobResult RunnerLink::error_result(const proto::Job& job, const std::string& reason) const {
+  proto::JobResult result;
+  result.job_id = job.job_id;
+  result.status = proto::JobStatus::error;
+  result.error = reason;
+  return result;
+}
+
+void RunnerLink::fail_in_flight(const std::string& reason) {
+  auto jobs = std::move(in_flight_);
+  in_flight_.clear();
+  for (auto& [id, job] : jobs)
+    complete(job, error_result(job->job, reason));
+}
+
+void RunnerLink::fail_queued(const std::string& reason) {
+  auto jobs = std::move(queue_);
+  queue_.clear();
+  for (auto& job : jobs)
+    complete(job, error_result(job->job, reason));
+}
+
+asio::awaitable<proto::JobResult> RunnerLink::run(proto::Job job) {
+  if (stopping_) co_return error_result(job, "looprd is shutting down");
+  if (state_ == LaneState::failed) co_return error_result(job, last_error_);
+  if (in_flight_.contains(job.job_id)) {
+    co_return error_result(job, "job id " + job.job_id + " is already running");
+  }
+  auto pending = std::make_shared<PendingJob>(PendingJob{
+      std::move(job), Wakeup(io_.get_executor()), std::nullopt, false, Clock::now(), {}});
+  queue_.push_back(pending);
+  pump();
+
+  const auto budget =
+      std::chrono::milliseconds(pending->job.timeout_ms) + config_.term_grace + kResultSlack;
+  for (;;) {
+    const auto deadline = (pending->sent ? pending->sent_at : pending->queued_at) + budget;
+    const bool done = co_await pending->done.wait_until(deadline);
+    if (done && pending->result) co_return std::move(*pending->result);
+    if (Clock::now() < (pending->sent ? pending->sent_at : pending->queued_at) + budget) continue;
+    if (!pending->sent) {
+      std::erase(queue_, pending);
+      proto::JobResult result = error_result(pending->job, "");
+      result.status = proto::JobStatus::timeout;
+      result.error = "the call waited " + std::to_string(budget.count() / 1000) +
+                     " s for a free slot in lane " + config_.lane + " and never started";
+      co_return result;
+    }
+    // Sent, and the runner is silent past the job's own timeout: it is stuck.
+    in_flight_.erase(pending->job.job_id);
+    spdlog::error("lane {}: no result for job {} long after its timeout; restarting the runner",
+                  config_.lane, pending->job.job_id);
+    if (connection_) connection_->close();
+    co_return error_result(
+        pending->job, "runner for lane " + config_.lane + " did not answer; it is being restarted");
+  }
+}
+
+bool RunnerLink::cancel(const std::string& job_id) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if ((*it)->job.job_id == job_id) {
+      auto job = *it;
+      queue_.erase(it);
+      proto::JobResult result = error_result(job->job, "cancelled before it started");
+      result.status = proto::JobStatus::cancelled;
+      complete(job, std::move(result));
+      return true;
+    }
+  }
+  if (in_flight_.contains(job_id)) {
+    send(proto::Cancel{job_id});
+    return true;
+  }
+  return false;
+}
+
+asio::awaitable<void> RunnerLink::stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
+  wake_supervisor_.notify();
+  fail_queued("looprd is shutting down");
+  if (state_ == LaneState::stopped && pid_ < 0) co_return;
+  send(proto::Shutdown{});
+  const bool exited = co_await stopped_.wait_until(Clock::now() + grace);
+  if (!exited) {
+    if (pid_ > 0) ::kill(pid_, SIGKILL);
+    if (connection_) connection_->close();
+    co_await stopped_.wait_until(Clock::now() + std::chrono::seconds(5));
+  }
+}
+
+nlohmann::json RunnerLink::status_json() const {
+  nlohmann::json status = {{"lane", config_.lane},
+                           {"state", to_string(state_)},
+                           {"pid", pid_ > 0 ? nlohmann::json(pid_) : nlohmann::json(nullptr)},
+                           {"slots", slots_},
+                           {"in_flight", in_flight_.size()},
+                           {"queued", queue_.size()},
+                           {"restarts", metrics_.runner_restarts(config_.lane)}};
+  if (!last_error_.empty()) status["last_error"] = last_error_;
+  return status;
+}
+
+}  // namespace loopr::daemon

@@ -1,0 +1,114 @@
+// RunnerLink: looprd's side of one lane (DESIGN.md §4, §6): it starts
+// `loopr-runner --lane L --fd 3 ...` on a socketpair, answers its handshake,
+// sends jobs within the lane's slot count (the rest wait here, in order),
+// heartbeats it, and restarts it with backoff when it dies or stops
+// answering. A runner that dies fails its in-flight jobs at once with
+// "runner for lane L restarted"; other lanes are separate RunnerLinks and are
+// untouched. A runner that cannot build its sandbox (exit status 3: fail
+// closed) puts the lane in state "failed": calls fail at once with the
+// runner's own explanation, and the lane keeps retrying with backoff.
+//
+// The runner's stderr is read line by line into the daemon's log.
+// Threads: io thread only. Processes: the runner is a child of looprd, killed
+// with SIGKILL if looprd dies (PR_SET_PDEATHSIG) and reaped through a pidfd
+// (Linux >= 5.3).
+#pragma once
+
+#include <sys/types.h>
+
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/metrics.hpp"
+#include "daemon/wakeup.hpp"
+#include "proto/runner_messages.hpp"
+
+namespace loopr::daemon {
+
+struct LaneConfig {
+  std::string lane;
+  // The runner's command line; the link is inherited as fd 3 ("--fd 3").
+  std::vector<std::string> argv;
+  std::uint32_t slots = 1;
+  std::chrono::milliseconds heartbeat_interval{5000};
+  std::chrono::milliseconds first_restart_delay{500};  // doubles up to 30 s
+  std::chrono::milliseconds term_grace{500};           // the runner's TERM→KILL grace
+};
+
+enum class LaneState { starting, ready, restarting, failed, stopped };
+std::string_view to_string(LaneState state);
+
+class RunnerLink {
+ public:
+  using OutputSink = std::function<void(const proto::OutputChunk& chunk)>;
+
+  RunnerLink(asio::io_context& io, LaneConfig config, Metrics& metrics, OutputSink on_output);
+  ~RunnerLink();
+  RunnerLink(const RunnerLink&) = delete;
+  RunnerLink& operator=(const RunnerLink&) = delete;
+
+  // Starts supervising (spawns the first runner).
+  void start();
+  // Runs one job and returns its result; never throws. A job that could not
+  // run (lane failed, runner died, shutdown) comes back with status error and
+  // `error` saying why.
+  asio::awaitable<proto::JobResult> run(proto::Job job);
+  // Cancels a queued or running job; false if this lane does not know it.
+  bool cancel(const std::string& job_id);
+  // Sends shutdown, waits up to `grace` for the runner to exit, then kills it.
+  asio::awaitable<void> stop(std::chrono::milliseconds grace);
+
+  const std::string& lane() const { return config_.lane; }
+  LaneState state() const { return state_; }
+  pid_t pid() const { return pid_; }
+  // {lane, state, pid, slots, in_flight, queued, restarts, last_error?}
+  nlohmann::json status_json() const;
+
+ private:
+  struct PendingJob;
+  struct Connection;
+
+  asio::awaitable<void> supervise();
+  asio::awaitable<void> serve(std::shared_ptr<Connection> connection);
+  asio::awaitable<void> write_loop(std::shared_ptr<Connection> connection);
+  asio::awaitable<void> heartbeat_loop(std::shared_ptr<Connection> connection);
+  asio::awaitable<void> log_stderr(int fd);
+  asio::awaitable<int> reap(pid_t pid);
+
+  void handle(Connection& connection, proto::RunnerMessage message);
+  void send(const proto::RunnerMessage& message);
+  void pump();
+  void complete(const std::shared_ptr<PendingJob>& job, proto::JobResult result);
+  void fail_in_flight(const std::string& reason);
+  void fail_queued(const std::string& reason);
+  proto::JobResult error_result(const proto::Job& job, const std::string& reason) const;
+
+  asio::io_context& io_;
+  LaneConfig config_;
+  Metrics& metrics_;
+  OutputSink on_output_;
+
+  LaneState state_ = LaneState::stopped;
+  bool stopping_ = false;
+  pid_t pid_ = -1;
+  std::uint32_t slots_ = 1;
+  std::string last_error_;   // why the lane is failed or last restarted
+  std::string last_stderr_;  // the runner's last stderr line
+  std::shared_ptr<Connection> connection_;
+  std::deque<std::shared_ptr<PendingJob>> queue_;
+  std::map<std::string, std::shared_ptr<PendingJob>> in_flight_;
+  Wakeup stopped_;
+  Wakeup wake_supervisor_;  // ends a restart pause early (stop)
+};
+
+}  // namespace loopr::daemon

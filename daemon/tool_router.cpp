@@ -1,0 +1,471 @@
+#include "daemon/tool_router.hpp"
+
+#include <limits.h>
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+
+#include "common/worktree_path.hpp"
+
+namespace loopr::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+bool tracks_reads(std::string_view tool) {
+  return tool == "write_file" || tool == "edit_file";
+}
+
+// build / test / validate run the command configured in loopr.toml; the model
+// never supplies it (DESIGN.md §5).
+const std::string* configured_command(std::string_view tool, const config::Settings& settings) {
+  if (tool == "build") return &settings.commands.build;
+  if (tool == "test") return &settings.commands.test;
+  if (tool == "validate") return &settings.commands.validate;
+  return nullptr;
+}
+
+Result<std::string> real_worktree(const std::string& worktree) {
+  if (worktree.empty() || worktree.front() != '/') {
+    return make_error(errc::invalid_arguments,
+                      "worktree must be an absolute path, got '" + worktree + "'",
+                      "pass the repository folder the tool should work in, e.g. /home/me/src/app");
+  }
+  char resolved[PATH_MAX];
+  if (::realpath(worktree.c_str(), resolved) == nullptr) {
+    return make_error(errc::not_found, "worktree '" + worktree + "' does not exist",
+                      "pass an existing folder as the worktree");
+  }
+  struct stat st {};
+  if (::stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return make_error(errc::not_directory, "worktree '" + worktree + "' is not a folder",
+                      "pass the repository folder, not a file in it");
+  }
+  return std::string(resolved);
+}
+
+bool same_or_beneath(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+std::string canonical_or_same(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+std::string available_tools(const config::Catalog& catalog) {
+  std::string names;
+  for (const config::ToolSpec* tool : catalog.enabled_tools()) {
+    if (tool->lane == config::lanes::daemon) continue;
+    if (!names.empty()) names += ", ";
+    names += tool->name;
+  }
+  return names;
+}
+
+ToolCallOutcome refused(std::string status, Error error) {
+  ToolCallOutcome outcome;
+  outcome.status = std::move(status);
+  outcome.ok = false;
+  outcome.error = std::move(error);
+  return outcome;
+}
+
+std::optional<json> parse_tool_output(const std::string& bytes) {
+  try {
+    json parsed = json::parse(bytes);
+    if (parsed.is_object()) return parsed;
+  } catch (const json::exception&) {
+  }
+  return std::nullopt;
+}
+
+Error error_from_tool_json(const json& object) {
+  Error error;
+  const json& e = object.at("error");
+  error.code = e.value("code", std::string(errc::internal));
+  error.message = e.value("message", std::string("the tool failed"));
+  error.hint = e.value("hint", std::string());
+  if (e.contains("details")) error.details = e.at("details");
+  return error;
+}
+
+}  // namespace
+
+json ToolCallOutcome::to_json() const {
+  json out = {{"call_id", call_id},
+              {"tool", tool},
+              {"lane", lane},
+              {"status", status},
+              {"ok", ok},
+              {"output", output},
+              {"duration_ms", duration_ms},
+              {"truncated", truncated}};
+  out["exit_code"] = exit_code ? json(*exit_code) : json(nullptr);
+  if (error) out["error"] = error->to_json();
+  return out;
+}
+
+std::shared_ptr<const CompiledCatalog> CompiledCatalog::build(config::Catalog catalog) {
+  auto compiled = std::make_shared<CompiledCatalog>();
+  for (const config::ToolSpec& tool : catalog.tools()) {
+    auto schema = JsonSchema::compile(tool.input_schema);
+    if (!schema) {
+      throw ConfigError("tools." + tool.name + ".input_schema: " + schema.error().message);
+    }
+    compiled->schemas.emplace(tool.name, std::move(*schema));
+  }
+  compiled->catalog = std::move(catalog);
+  return compiled;
+}
+
+ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::ToolSpec& tool) {
+  ToolCallOutcome outcome;
+  outcome.exit_code = result.exit_code;
+  outcome.duration_ms = result.duration_ms;
+  outcome.truncated = result.truncated;
+  auto parsed = parse_tool_output(result.output);
+  switch (result.status) {
+    case proto::JobStatus::success:
+      if (parsed) {
+        outcome.status = "success";
+        outcome.ok = true;
+        outcome.output = std::move(*parsed);
+      } else {
+        outcome.status = "failed";
+        outcome.output = result.output;
+        outcome.error = make_error(
+            result.truncated ? errc::too_large : errc::internal,
+            result.truncated ? tool.name + "'s result was over its output cap of " +
+                                   std::to_string(tool.max_output_bytes) + " bytes and was cut"
+                             : tool.name + " printed something that is not a JSON result",
+            result.truncated ? "ask for less: a smaller limit, a narrower pattern or path"
+                             : "report this as a loopr bug");
+      }
+      break;
+    case proto::JobStatus::failed:
+      outcome.status = "failed";
+      if (parsed && parsed->contains("error") && (*parsed)["error"].is_object()) {
+        outcome.error = error_from_tool_json(*parsed);
+      } else {
+        outcome.output = result.output;
+        std::string detail = result.stderr_bytes.substr(0, 2000);
+        outcome.error = make_error(errc::internal,
+                                   tool.name + " failed without a result" +
+                                       (detail.empty() ? std::string() : ": " + detail),
+                                   "report this as a loopr bug");
+      }
+      break;
+    case proto::JobStatus::timeout:
+      outcome.status = "timeout";
+      if (parsed) outcome.output = std::move(*parsed);
+      outcome.error = make_error(
+          errc::timeout,
+          result.error.value_or(tool.name + " did not finish in time and was stopped"),
+          "make the work smaller, or for a command run it in the background with output to a "
+          "file and poll it");
+      break;
+    case proto::JobStatus::cancelled:
+      outcome.status = "cancelled";
+      outcome.error = make_error("cancelled", result.error.value_or("the call was cancelled"));
+      break;
+    case proto::JobStatus::error:
+      outcome.status = "error";
+      outcome.error = make_error(errc::sandbox_setup,
+                                 result.error.value_or("the runner could not run the tool"),
+                                 "this is a problem of the machine or of loopr, not of the call; "
+                                 "retrying later may work");
+      break;
+  }
+  return outcome;
+}
+
+ToolRouter::ToolRouter(asio::io_context& io, const config::Settings& settings,
+                       std::shared_ptr<const CompiledCatalog> catalog, Lanes lanes,
+                       ApprovalGate& approvals, EventBus& events, Metrics& metrics, Store& store,
+                       ReadTracker& reads)
+    : io_(io),
+      settings_(settings),
+      catalog_(std::move(catalog)),
+      lanes_(std::move(lanes)),
+      approvals_(approvals),
+      events_(events),
+      metrics_(metrics),
+      store_(store),
+      reads_(reads) {
+  for (const std::string& root : settings_.sandbox.worktree_roots) {
+    worktree_roots_.push_back(canonical_or_same(root));
+  }
+}
+
+json ToolRouter::tools_json() const {
+  json tools = json::array();
+  for (const config::ToolSpec& tool : catalog_->catalog.tools()) {
+    tools.push_back({{"name", tool.name},
+                     {"description", tool.description},
+                     {"lane", tool.lane},
+                     {"tier", config::to_string(tool.tier)},
+                     {"timeout_ms", tool.timeout_ms},
+                     {"max_output_bytes", tool.max_output_bytes},
+                     {"enabled", tool.enabled},
+                     {"input_schema", tool.input_schema}});
+  }
+  return tools;
+}
+
+asio::awaitable<ToolCallOutcome> ToolRouter::call(ToolCallRequest request) {
+  std::string call_id = "c-" + std::to_string(next_call_++);
+  co_return co_await run_call(std::move(request), std::move(call_id));
+}
+
+asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
+                                                      std::string call_id) {
+  const auto started = Clock::now();
+  const std::int64_t started_unix = unix_ms();
+  // The catalog may be swapped by a reload while this call waits: keep ours.
+  const std::shared_ptr<const CompiledCatalog> catalog = catalog_;
+  ToolCallOutcome outcome;
+
+  // 1. catalog
+  const config::ToolSpec* tool = catalog->catalog.find(request.tool);
+  if (tool == nullptr || !tool->enabled || tool->lane == config::lanes::daemon) {
+    std::string why = tool == nullptr  ? "unknown tool '" + request.tool + "'"
+                      : !tool->enabled ? "tool '" + request.tool + "' is disabled in catalog.toml"
+                                       : "tool '" + request.tool + "' only runs inside a loop";
+    outcome =
+        refused("invalid", make_error(errc::invalid_arguments, why,
+                                      "available tools: " + available_tools(catalog->catalog)));
+    outcome.call_id = call_id;
+    outcome.tool = request.tool;
+    finish(outcome, request, started, started_unix);
+    co_return outcome;
+  }
+  outcome.call_id = call_id;
+  outcome.tool = tool->name;
+  outcome.lane = tool->lane;
+  auto fail = [&](std::string status, Error error) {
+    ToolCallOutcome failed = refused(std::move(status), std::move(error));
+    failed.call_id = call_id;
+    failed.tool = tool->name;
+    failed.lane = tool->lane;
+    finish(failed, request, started, started_unix);
+    return failed;
+  };
+
+  // 2. schema
+  if (auto it = catalog->schemas.find(tool->name); it != catalog->schemas.end()) {
+    if (auto valid = it->second.validate(request.args); !valid) {
+      Error error = valid.error();
+      error.message = tool->name + ": " + error.message;
+      co_return fail("invalid", std::move(error));
+    }
+  }
+  auto worktree = real_worktree(request.worktree);
+  if (!worktree) co_return fail("invalid", worktree.error());
+  if (std::none_of(worktree_roots_.begin(), worktree_roots_.end(),
+                   [&](const std::string& root) { return same_or_beneath(*worktree, root); })) {
+    std::string roots;
+    for (const std::string& root : worktree_roots_)
+      roots += (roots.empty() ? "" : ", ") + root;
+    co_return fail(
+        "invalid",
+        make_error(errc::path_outside_worktree,
+                   "worktree " + *worktree + " is not beneath a configured worktree root" +
+                       (roots.empty() ? " (none is configured)" : " (" + roots + ")"),
+                   "work in a repository under one of them, or ask the user to add its "
+                   "folder to [sandbox] worktree_roots in loopr.toml"));
+  }
+
+  // 3. policy: read-before-edit, configured commands, approval
+  json args = request.args;
+  if (tracks_reads(tool->name) && args.contains("path") && args["path"].is_string()) {
+    auto relative = worktree_relative_path(*worktree, args["path"].get<std::string>());
+    if (!relative) co_return fail("failed", relative.error());
+    if (auto hash = reads_.hash_of(request.session, *worktree, *relative)) {
+      args["expected_hash"] = *hash;
+    } else {
+      args["create_only"] = true;
+    }
+  }
+  if (const std::string* command = configured_command(tool->name, settings_)) {
+    if (command->empty()) {
+      co_return fail(
+          "failed",
+          make_error(errc::invalid_arguments, "no " + tool->name + " command is configured",
+                     "set [commands] " + tool->name +
+                         " in loopr.toml, or use run_command with the command"));
+    }
+    args["command"] = *command;
+  }
+  const auto policy = settings_.approval_for(*tool);
+  if (policy == config::ApprovalPolicy::deny) {
+    co_return fail("denied", make_error(errc::sandbox_denied,
+                                        "calls of " + tool->name +
+                                            " are denied by the approval policy in loopr.toml",
+                                        "do without this tool, or ask the user to allow it"));
+  }
+  auto lane = lanes_.find(tool->lane);
+  if (lane == lanes_.end()) {
+    co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
+  }
+  active_[call_id] = tool->lane;
+  if (policy == config::ApprovalPolicy::ask) {
+    // A named local, not a temporary in the co_await expression: g++ 12
+    // destroys such temporaries twice (GCC bug 100611).
+    ApprovalRequest approval{call_id,      tool->name,
+                             tool->lane,   std::string(config::to_string(tool->tier)),
+                             request.args, *worktree};
+    ApprovalDecision decision = co_await approvals_.request(
+        std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
+    if (!decision.approved) {
+      active_.erase(call_id);
+      co_return fail("denied",
+                     make_error(errc::sandbox_denied,
+                                "the user did not approve this call of " + tool->name +
+                                    (decision.reason.empty() ? "" : ": " + decision.reason),
+                                "do not retry the same call; explain what you need it for, or "
+                                "find another way"));
+    }
+  }
+
+  // 4-5. dispatch; the runner enforces timeout, cancel and the output cap.
+  proto::Job job;
+  job.job_id = call_id;
+  job.tool = tool->name;
+  job.args = std::move(args);
+  job.worktree = *worktree;
+  job.cwd = *worktree;
+  const auto timeout = static_cast<std::uint64_t>(tool->timeout_ms);
+  job.timeout_ms = request.timeout_ms ? std::min(*request.timeout_ms, timeout) : timeout;
+  job.max_output_bytes = static_cast<std::uint64_t>(tool->max_output_bytes);
+  events_.publish(
+      "tool.started",
+      {{"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}});
+  const proto::JobResult result = co_await lane->second->run(std::move(job));
+  active_.erase(call_id);
+
+  // 6. outcome, read tracking, record
+  ToolCallOutcome done = outcome_from_job(result, *tool);
+  done.call_id = call_id;
+  done.tool = tool->name;
+  done.lane = tool->lane;
+  track_reads(done, request, *worktree);
+  finish(done, request, started, started_unix);
+  co_return done;
+}
+
+void ToolRouter::track_reads(const ToolCallOutcome& outcome, const ToolCallRequest& request,
+                             const std::string& worktree) {
+  if (!outcome.ok || !outcome.output.is_object()) return;
+  const json& out = outcome.output;
+  if (!out.contains("path") || !out["path"].is_string()) return;
+  const std::string path = out["path"].get<std::string>();
+  if (outcome.tool == "read_file" || outcome.tool == "write_file" || outcome.tool == "edit_file") {
+    if (out.contains("content_hash") && out["content_hash"].is_string()) {
+      reads_.remember(request.session, worktree, path, out["content_hash"].get<std::string>());
+    }
+  } else if (outcome.tool == "file_delete") {
+    reads_.forget(request.session, worktree, path);
+  }
+}
+
+void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
+                        Clock::time_point started, std::int64_t started_unix_ms) {
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+  if (outcome.duration_ms == 0) {
+    outcome.duration_ms = static_cast<std::uint64_t>(elapsed.count() / 1000);
+  }
+  metrics_.record_call(outcome.tool, outcome.lane.empty() ? "-" : outcome.lane, outcome.ok,
+                       elapsed);
+  ToolCallRecord record;
+  record.call_id = outcome.call_id;
+  record.tool = outcome.tool;
+  record.lane = outcome.lane;
+  record.worktree = request.worktree;
+  record.session = request.session;
+  record.args_digest = args_digest(request.args);
+  record.status = outcome.status;
+  record.exit_code = outcome.exit_code;
+  record.duration_ms = static_cast<std::int64_t>(outcome.duration_ms);
+  record.truncated = outcome.truncated;
+  record.error_code = outcome.error ? outcome.error->code : std::string();
+  record.started_at_ms = started_unix_ms;
+  if (auto stored = store_.record_tool_call(record); !stored) {
+    spdlog::error("cannot record call {} in the store: {}", outcome.call_id,
+                  stored.error().message);
+  }
+  events_.publish("tool.finished", {{"call_id", outcome.call_id},
+                                    {"tool", outcome.tool},
+                                    {"lane", outcome.lane},
+                                    {"status", outcome.status},
+                                    {"ok", outcome.ok},
+                                    {"duration_ms", outcome.duration_ms}});
+}
+
+bool ToolRouter::cancel(const std::string& call_id) {
+  auto it = active_.find(call_id);
+  if (it == active_.end()) return false;
+  if (approvals_.cancel_call(call_id, "the call was cancelled")) return true;
+  auto lane = lanes_.find(it->second);
+  return lane != lanes_.end() && lane->second->cancel(call_id);
+}
+
+struct ToolRouter::BatchState {
+  std::vector<ToolCallRequest> requests;
+  std::vector<std::string> call_ids;
+  std::vector<std::optional<ToolCallOutcome>> outcomes;
+  std::size_t remaining = 0;
+  std::unique_ptr<Wakeup> done;
+};
+
+asio::awaitable<void> ToolRouter::run_into_batch(std::shared_ptr<BatchState> state,
+                                                 std::size_t index) {
+  state->outcomes[index] =
+      co_await run_call(std::move(state->requests[index]), state->call_ids[index]);
+  if (--state->remaining == 0) state->done->notify();
+}
+
+asio::awaitable<std::vector<ToolCallOutcome>> ToolRouter::batch(
+    std::vector<ToolCallRequest> requests) {
+  auto state = std::make_shared<BatchState>();
+  const std::size_t count = requests.size();
+  state->requests = std::move(requests);
+  state->outcomes.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    state->call_ids.push_back("c-" + std::to_string(next_call_++));
+  }
+  auto read_only = [&](std::size_t i) {
+    const config::ToolSpec* tool = catalog_->catalog.find(state->requests[i].tool);
+    return tool != nullptr && tool->tier == config::SafetyTier::read_only;
+  };
+  std::size_t i = 0;
+  while (i < count) {
+    std::size_t end = i + 1;
+    if (read_only(i)) {
+      while (end < count && read_only(end))
+        ++end;
+    }
+    state->remaining = end - i;
+    state->done = std::make_unique<Wakeup>(io_.get_executor());
+    for (std::size_t j = i; j < end; ++j) {
+      asio::co_spawn(io_, run_into_batch(state, j), asio::detached);
+    }
+    co_await state->done->wait();
+    i = end;
+  }
+  std::vector<ToolCallOutcome> outcomes;
+  outcomes.reserve(count);
+  for (auto& outcome : state->outcomes)
+    outcomes.push_back(std::move(*outcome));
+  co_return outcomes;
+}
+
+}  // namespace loopr::daemon

@@ -1,0 +1,125 @@
+// ToolRouter: the pipeline every tool call goes through (DESIGN.md §6):
+//   1. catalog lookup (unknown or disabled: an error listing what exists);
+//   2. JSON Schema validation of the arguments (a tool error naming the field);
+//   3. policy: read-before-edit (ReadTracker → expected_hash / create_only),
+//      the tool's safety tier and its approval policy (auto, ask, deny);
+//   4. dispatch to the lane's RunnerLink (slots are honoured there);
+//   5. timeout, cancellation and output cap, enforced by the runner, with the
+//      daemon's own deadline behind them;
+//   6. the call recorded in the store, metrics and events.
+// A tool that ran and failed is a ToolCallOutcome with ok = false, never an
+// exception or a protocol error: that outcome is what the model reads.
+//
+// Threads: io thread only. Owns nothing it is given by reference.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/catalog.hpp"
+#include "config/settings.hpp"
+#include "daemon/approval_gate.hpp"
+#include "daemon/event_bus.hpp"
+#include "daemon/json_schema.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/read_tracker.hpp"
+#include "daemon/runner_link.hpp"
+#include "daemon/store.hpp"
+
+namespace loopr::daemon {
+
+struct ToolCallRequest {
+  std::string tool;
+  nlohmann::json args = nlohmann::json::object();
+  std::string worktree;
+  // Read-before-edit scope: the loop id, or one client connection.
+  std::string session;
+  std::optional<std::uint64_t> timeout_ms;  // lowers the catalog's timeout
+};
+
+// The reply to tool.call (docs/control-protocol.md).
+struct ToolCallOutcome {
+  std::string call_id;
+  std::string tool;
+  std::string lane;
+  std::string status;  // success|failed|timeout|cancelled|error|denied|invalid
+  bool ok = false;
+  nlohmann::json output = nullptr;  // the tool's own JSON result, when it gave one
+  std::optional<Error> error;
+  std::optional<std::int32_t> exit_code;
+  std::uint64_t duration_ms = 0;
+  bool truncated = false;
+
+  nlohmann::json to_json() const;
+};
+
+// A catalog with every enabled tool's schema compiled. Immutable once built;
+// a reload builds a new one and swaps it in whole.
+struct CompiledCatalog {
+  config::Catalog catalog;
+  std::map<std::string, JsonSchema> schemas;
+
+  // Throws loopr::ConfigError naming the tool when a schema does not compile.
+  static std::shared_ptr<const CompiledCatalog> build(config::Catalog catalog);
+};
+
+class ToolRouter {
+ public:
+  using Lanes = std::map<std::string, RunnerLink*, std::less<>>;
+
+  ToolRouter(asio::io_context& io, const config::Settings& settings,
+             std::shared_ptr<const CompiledCatalog> catalog, Lanes lanes, ApprovalGate& approvals,
+             EventBus& events, Metrics& metrics, Store& store, ReadTracker& reads);
+
+  asio::awaitable<ToolCallOutcome> call(ToolCallRequest request);
+  // Runs calls of one model turn: consecutive read-only calls in parallel,
+  // every other call alone, in order. Outcomes come back in call order.
+  asio::awaitable<std::vector<ToolCallOutcome>> batch(std::vector<ToolCallRequest> requests);
+  // Cancels a call waiting for approval, queued or running; false if unknown.
+  bool cancel(const std::string& call_id);
+
+  void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
+    catalog_ = std::move(catalog);
+  }
+  const config::Catalog& catalog() const { return catalog_->catalog; }
+  std::size_t active_calls() const { return active_.size(); }
+  // tool.list: [{name, description, lane, tier, timeout_ms, max_output_bytes, enabled,
+  // input_schema}]
+  nlohmann::json tools_json() const;
+
+ private:
+  struct BatchState;
+  asio::awaitable<ToolCallOutcome> run_call(ToolCallRequest request, std::string call_id);
+  asio::awaitable<void> run_into_batch(std::shared_ptr<BatchState> state, std::size_t index);
+  void finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
+              std::chrono::steady_clock::time_point started, std::int64_t started_unix_ms);
+  void track_reads(const ToolCallOutcome& outcome, const ToolCallRequest& request,
+                   const std::string& worktree);
+
+  asio::io_context& io_;
+  const config::Settings& settings_;
+  std::shared_ptr<const CompiledCatalog> catalog_;
+  Lanes lanes_;
+  ApprovalGate& approvals_;
+  EventBus& events_;
+  Metrics& metrics_;
+  Store& store_;
+  ReadTracker& reads_;
+  std::vector<std::string> worktree_roots_;  // realpaths of [sandbox] worktree_roots
+  std::uint64_t next_call_ = 1;
+  std::map<std::string, std::string> active_;  // call id → lane of running calls
+};
+
+// The result a runner's JobResult gives the model (exposed for tests).
+ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::ToolSpec& tool);
+
+}  // namespace loopr::daemon

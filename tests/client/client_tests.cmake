@@ -1,0 +1,19 @@
+# looprctl tests. FakeDaemon scripts the control socket in process; the
+# looprctl-fake-daemon binary stands in for looprd in `daemon start` tests.
+add_library(loopr_fake_daemon STATIC fake_daemon.cpp)
+target_link_libraries(loopr_fake_daemon PUBLIC loopr_proto Threads::Threads)
+loopr_target_options(loopr_fake_daemon)
+
+add_executable(looprctl-fake-daemon fake_looprd_main.cpp)
+target_link_libraries(looprctl-fake-daemon PRIVATE loopr_fake_daemon)
+loopr_target_options(looprctl-fake-daemon)
+
+loopr_add_test(client_test
+  client_output_test.cpp
+  control_client_test.cpp
+  daemon_command_test.cpp
+  looprctl_cli_test.cpp
+  looprctl_run.cpp)
+target_link_libraries(client_test PRIVATE loopr_client loopr_fake_daemon loopr_test_support
+                                          rapidcheck rapidcheck_gtest)
+add_dependencies(client_test looprctl looprctl-fake-daemon)

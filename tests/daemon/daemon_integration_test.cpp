@@ -1,0 +1,706 @@
+// Integration tests: the real looprd (and its real lane runners) driven over
+// its control socket, as a client would.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "daemon/store.hpp"
+#include "tests/daemon/daemon_harness.hpp"
+
+namespace loopr::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class Daemon : public ::testing::Test {
+ protected:
+  void SetUp() override { daemon_.start(); }
+  DaemonHarness daemon_;
+};
+
+// ---- control protocol -------------------------------------------------------
+
+TEST_F(Daemon, AnswersInitializeAndPingAfterReportingReady) {
+  auto c = daemon_.client();
+  ASSERT_TRUE(c.session().has_value());
+  EXPECT_EQ(c.session()->protocol, proto::kProtocolVersion);
+  EXPECT_FALSE(c.session()->daemon_version.empty());
+  const auto lanes = c.session()->capabilities["lanes"];
+  EXPECT_EQ(lanes, json({"no-net", "net", "heavy"}));
+  auto pong = c.call("ping");
+  ASSERT_TRUE(pong);
+  EXPECT_EQ((*pong)["pong"], true);
+}
+
+TEST_F(Daemon, SocketIsPrivate) {
+  struct stat st {};
+  ASSERT_EQ(::stat(daemon_.socket_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(daemon_.tree().path("run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(Daemon, AnotherProtocolVersionIsRefusedWith1004) {
+  RawConnection raw(daemon_.socket_path());
+  raw.send(request_line(1, "initialize", {{"client", "test"}, {"version", 99}}));
+  auto reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["id"], 1);
+  EXPECT_EQ((*reply)["error"]["code"], 1004);
+}
+
+TEST_F(Daemon, MethodsOtherThanInitializeAndPingNeedInitializeFirst) {
+  RawConnection raw(daemon_.socket_path());
+  raw.send(request_line(1, "tool.list"));
+  auto reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32600);
+  EXPECT_NE((*reply)["error"]["message"].get<std::string>().find("initialize"), std::string::npos);
+  raw.send(request_line(2, "ping"));
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["result"]["pong"], true);
+}
+
+TEST_F(Daemon, UnknownMethodIsMethodNotFound) {
+  auto c = daemon_.client();
+  auto reply = c.call("tool.frobnicate");
+  ASSERT_FALSE(reply);
+  EXPECT_EQ(reply.error().details["rpc_code"], -32601);
+}
+
+TEST_F(Daemon, MalformedLinesGetErrorRepliesAndTheConnectionLives) {
+  RawConnection raw(daemon_.socket_path());
+  raw.send("this is not json\n");
+  auto reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32700);
+  EXPECT_TRUE((*reply)["id"].is_null());
+
+  raw.send("[1, 2, 3]\n");
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32600);
+
+  raw.send(R"({"id": 7, "method": 12})"
+           "\n");
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32600);
+  EXPECT_EQ((*reply)["id"], 7);
+
+  raw.send(request_line(8, "initialize", {{"client", "test"}, {"version", "one"}}));
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32602);
+
+  std::string deep(5000, '[');
+  raw.send(deep + "\n");
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32700);
+
+  raw.send(request_line(9, "ping"));
+  reply = raw.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["id"], 9);
+  EXPECT_EQ((*reply)["result"]["pong"], true);
+}
+
+TEST_F(Daemon, AnOversizedLineClosesThatConnectionOnly) {
+  RawConnection raw(daemon_.socket_path());
+  std::string chunk(1 << 20, 'x');
+  for (int i = 0; i < 17; ++i)
+    raw.send(chunk);
+  auto reply = raw.receive(30s);
+  ASSERT_TRUE(reply);
+  EXPECT_TRUE(reply->contains("error"));
+  EXPECT_TRUE(raw.closed_by_peer(30s));
+  EXPECT_EQ(daemon_.call("ping")["pong"], true);
+}
+
+TEST_F(Daemon, AClientThatNeverReadsIsDisconnectedAndOthersAreServed) {
+  RawConnection lazy(daemon_.socket_path());
+  lazy.send(request_line(1, "initialize", {{"client", "lazy"}, {"version", 1}}));
+  // tool.list answers ~16 KB; 10,000 unread replies pass the 64 MiB queue cap.
+  std::string burst;
+  for (int i = 2; i < 10002; ++i)
+    burst += request_line(i, "tool.list");
+  std::thread writer([&] { lazy.send(burst); });
+  writer.join();
+  // The daemon keeps serving others while it deals with the lazy client.
+  EXPECT_EQ(daemon_.call("ping")["pong"], true);
+  const std::string log_line = "did not read its replies";
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (daemon_.log().find(log_line) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);  // waiting on the daemon's log, bounded
+  }
+  EXPECT_NE(daemon_.log().find(log_line), std::string::npos) << daemon_.log();
+  EXPECT_TRUE(lazy.closed_by_peer(30s));
+  EXPECT_EQ(daemon_.call("ping")["pong"], true);
+}
+
+TEST_F(Daemon, AClientOfAnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another uid";
+  // Open the folder and socket to everyone, so only SO_PEERCRED stands in the way.
+  ASSERT_EQ(::chmod(daemon_.tree().path("run").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(daemon_.tree().root().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(daemon_.socket_path().c_str(), 0777), 0);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(10);
+    RawConnection raw(daemon_.socket_path());
+    raw.send(request_line(1, "initialize", {{"client", "intruder"}, {"version", 1}}));
+    auto reply = raw.receive(10s);
+    const std::string text = reply ? reply->dump() : "none";
+    [[maybe_unused]] auto n = ::write(pipe_fds[1], text.data(), text.size());
+    _exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto reply = json::parse(text);
+  EXPECT_EQ(reply["error"]["code"], 1003) << text;
+  EXPECT_FALSE(reply.contains("result"));
+}
+
+// ---- tools through the lanes -------------------------------------------------
+
+TEST_F(Daemon, ToolListShowsTheCatalog) {
+  auto tools = daemon_.call("tool.list")["tools"];
+  std::set<std::string> names;
+  for (const auto& tool : tools)
+    names.insert(tool["name"].get<std::string>());
+  for (const char* name : {"read_file", "write_file", "edit_file", "grep", "glob", "run_command",
+                           "run_command_isolated", "build"}) {
+    EXPECT_TRUE(names.contains(name)) << name;
+  }
+}
+
+TEST_F(Daemon, ReadFileRunsInTheNoNetLane) {
+  daemon_.tree().write("work/repo/hello.txt", "one\ntwo\n");
+  auto result = daemon_.tool("read_file", {{"path", "hello.txt"}});
+  ASSERT_EQ(result["ok"], true) << result.dump();
+  EXPECT_EQ(result["lane"], "no-net");
+  EXPECT_EQ(result["status"], "success");
+  EXPECT_EQ(result["output"]["content"], "     1|one\n     2|two\n");
+  EXPECT_EQ(result["output"]["total_lines"], 2);
+}
+
+TEST_F(Daemon, UnknownToolListsTheAvailableOnes) {
+  auto result = daemon_.tool("read_fiel", {{"path", "x"}});
+  EXPECT_EQ(result["ok"], false);
+  EXPECT_EQ(result["status"], "invalid");
+  EXPECT_NE(result["error"]["hint"].get<std::string>().find("read_file"), std::string::npos);
+}
+
+TEST_F(Daemon, ArgumentsAreCheckedAgainstTheSchemaNamingTheField) {
+  auto result = daemon_.tool("read_file", {{"path", 5}});
+  EXPECT_EQ(result["status"], "invalid");
+  EXPECT_EQ(result["error"]["code"], "invalid_arguments");
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("path"), std::string::npos)
+      << result.dump();
+  result = daemon_.tool("read_file", {{"path", "a"}, {"pth", "b"}});
+  EXPECT_EQ(result["status"], "invalid");
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("pth"), std::string::npos);
+}
+
+TEST_F(Daemon, AWorktreeOutsideTheConfiguredRootsIsRefused) {
+  TempTree elsewhere;
+  auto result = daemon_.call(
+      "tool.call",
+      {{"tool", "read_file"}, {"args", {{"path", "x"}}}, {"worktree", elsewhere.root()}});
+  EXPECT_EQ(result["ok"], false);
+  EXPECT_EQ(result["status"], "invalid");
+  EXPECT_EQ(result["error"]["code"], "path_outside_worktree");
+  EXPECT_NE(result["error"]["hint"].get<std::string>().find("worktree_roots"), std::string::npos)
+      << result.dump();
+}
+
+TEST_F(Daemon, EditsNeedAPriorReadAndAStaleReadIsRefused) {
+  daemon_.tree().write("work/repo/a.c", "int x = 1;\n");
+  const std::string loop = "edit-loop";
+  auto blind =
+      daemon_.tool("edit_file", {{"path", "a.c"}, {"old_string", "1"}, {"new_string", "2"}}, loop);
+  EXPECT_EQ(blind["ok"], false);
+  EXPECT_EQ(blind["error"]["code"], "not_read_first") << blind.dump();
+  EXPECT_EQ(daemon_.tree().read("work/repo/a.c"), "int x = 1;\n");
+
+  ASSERT_EQ(daemon_.tool("read_file", {{"path", "a.c"}}, loop)["ok"], true);
+  auto edit = daemon_.tool("edit_file",
+                           {{"path", "./a.c"}, {"old_string", "1"}, {"new_string", "2"}}, loop);
+  ASSERT_EQ(edit["ok"], true) << edit.dump();
+  EXPECT_EQ(daemon_.tree().read("work/repo/a.c"), "int x = 2;\n");
+
+  // Its own edit counts as seen: a second edit needs no new read.
+  auto again =
+      daemon_.tool("edit_file", {{"path", "a.c"}, {"old_string", "2"}, {"new_string", "3"}}, loop);
+  ASSERT_EQ(again["ok"], true) << again.dump();
+
+  daemon_.tree().write("work/repo/a.c", "int x = 42;\n");  // someone else changes it
+  auto stale =
+      daemon_.tool("edit_file", {{"path", "a.c"}, {"old_string", "42"}, {"new_string", "5"}}, loop);
+  EXPECT_EQ(stale["ok"], false);
+  EXPECT_EQ(stale["error"]["code"], "stale_read") << stale.dump();
+  EXPECT_EQ(daemon_.tree().read("work/repo/a.c"), "int x = 42;\n");
+
+  // Another session has read nothing.
+  auto other = daemon_.tool("write_file", {{"path", "a.c"}, {"content", "lost"}}, "other-loop");
+  EXPECT_EQ(other["error"]["code"], "not_read_first") << other.dump();
+  // Creating a new file needs no read.
+  auto created = daemon_.tool("write_file", {{"path", "new/b.c"}, {"content", "b"}}, "other-loop");
+  EXPECT_EQ(created["ok"], true) << created.dump();
+}
+
+TEST_F(Daemon, GrepAndGlobRunThroughTheRouter) {
+  daemon_.tree().write("work/repo/src/a.c", "needle here\n");
+  daemon_.tree().write("work/repo/src/b.c", "nothing\n");
+  auto grep = daemon_.tool("grep", {{"pattern", "needle"}, {"output_mode", "files"}});
+  ASSERT_EQ(grep["ok"], true) << grep.dump();
+  EXPECT_NE(grep["output"].dump().find("src/a.c"), std::string::npos);
+  EXPECT_EQ(grep["output"].dump().find("src/b.c"), std::string::npos);
+  auto glob = daemon_.tool("glob", {{"pattern", "**/*.c"}});
+  ASSERT_EQ(glob["ok"], true) << glob.dump();
+  EXPECT_NE(glob["output"].dump().find("src/b.c"), std::string::npos);
+}
+
+// A TCP listener on 127.0.0.1 that counts connections.
+class LoopbackListener {
+ public:
+  LoopbackListener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), length), 0);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+  }
+  ~LoopbackListener() { ::close(fd_); }
+  int port() const { return port_; }
+  // Connections accepted so far (non-blocking).
+  int accepted() {
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) return count_;
+      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client >= 0) {
+        ::close(client);
+        ++count_;
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  int port_ = 0;
+  int count_ = 0;
+};
+
+TEST_F(Daemon, TheNoNetLaneHasNoNetworkAndTheNetLaneHas) {
+  LoopbackListener listener;
+  const std::string command =
+      "bash -c 'echo hi > /dev/tcp/127.0.0.1/" + std::to_string(listener.port()) + "'";
+  auto isolated = daemon_.tool("run_command_isolated", {{"command", command}});
+  ASSERT_EQ(isolated["ok"], true) << isolated.dump();
+  EXPECT_EQ(isolated["lane"], "no-net");
+  EXPECT_NE(isolated["output"]["exit_code"], 0) << isolated.dump();
+  EXPECT_EQ(listener.accepted(), 0);
+
+  auto networked = daemon_.tool("run_command", {{"command", command}});
+  ASSERT_EQ(networked["ok"], true) << networked.dump();
+  EXPECT_EQ(networked["lane"], "net");
+  EXPECT_EQ(networked["output"]["exit_code"], 0) << networked.dump();
+  EXPECT_EQ(listener.accepted(), 1);
+}
+
+TEST_F(Daemon, JobsCannotReachTheControlSocket) {
+  const std::string command = "ls -la " + daemon_.tree().path("run") + "; test -S " +
+                              daemon_.socket_path() + " && echo REACHABLE || echo unreachable";
+  for (const char* tool : {"run_command", "run_command_isolated"}) {
+    auto result = daemon_.tool(tool, {{"command", command}});
+    ASSERT_EQ(result["ok"], true) << result.dump();
+    EXPECT_NE(result["output"]["stdout"].get<std::string>().find("unreachable"), std::string::npos)
+        << tool << ": " << result.dump();
+  }
+}
+
+TEST_F(Daemon, ACallOverItsTimeoutIsStoppedAndSaysSo) {
+  auto result = daemon_.call("tool.call", {{"tool", "run_command_isolated"},
+                                           {"args", {{"command", "echo started; sleep 30"}}},
+                                           {"worktree", daemon_.worktree()},
+                                           {"timeout_ms", 700}});
+  EXPECT_EQ(result["status"], "timeout") << result.dump();
+  EXPECT_EQ(result["ok"], false);
+  EXPECT_EQ(result["error"]["code"], "timeout");
+  EXPECT_LT(result["duration_ms"].get<int>(), 10000);
+}
+
+TEST_F(Daemon, ACallCanBeCancelledFromAnotherClient) {
+  auto watcher = daemon_.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.started"}}}));
+  json result;
+  std::jthread caller([&] {
+    result = daemon_.tool("run_command_isolated", {{"command", "sleep 30"}});
+  });
+  auto started = watcher.next_event(30s);
+  ASSERT_TRUE(started && *started);
+  const std::string call_id = (**started).data["call_id"];
+  auto cancelled = watcher.call("tool.cancel", {{"call_id", call_id}});
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ((*cancelled)["cancelled"], true);
+  caller.join();
+  EXPECT_EQ(result["status"], "cancelled") << result.dump();
+  EXPECT_EQ(watcher.call("tool.cancel", {{"call_id", call_id}}).value()["cancelled"], false);
+}
+
+TEST_F(Daemon, ReadOnlyBatchesRunInParallelAndKeepTheirOrder) {
+  daemon_.tree().write("work/repo/a.txt", "a\n");
+  daemon_.tree().write("work/repo/b.txt", "b\n");
+  json calls = json::array();
+  calls.push_back({{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}});
+  calls.push_back({{"tool", "read_file"}, {"args", {{"path", "b.txt"}}}});
+  calls.push_back({{"tool", "write_file"}, {"args", {{"path", "c.txt"}, {"content", "c\n"}}}});
+  calls.push_back({{"tool", "read_file"}, {"args", {{"path", "c.txt"}}}});
+  auto reply = daemon_.call("tool.batch", {{"calls", calls}, {"worktree", daemon_.worktree()}});
+  const auto& results = reply["results"];
+  ASSERT_EQ(results.size(), 4u) << reply.dump();
+  EXPECT_EQ(results[0]["output"]["content"], "     1|a\n");
+  EXPECT_EQ(results[1]["output"]["content"], "     1|b\n");
+  EXPECT_EQ(results[2]["ok"], true) << results[2].dump();
+  EXPECT_EQ(results[3]["output"]["content"], "     1|c\n");  // ran after the write
+}
+
+TEST_F(Daemon, MetricsCountCallsPerToolAndLane) {
+  daemon_.tree().write("work/repo/m.txt", "m\n");
+  for (int i = 0; i < 3; ++i)
+    daemon_.tool("read_file", {{"path", "m.txt"}});
+  auto metrics = daemon_.call("metrics.get");
+  bool found = false;
+  for (const auto& row : metrics["calls"]) {
+    if (row["tool"] == "read_file" && row["lane"] == "no-net") {
+      found = true;
+      EXPECT_EQ(row["count"], 3);
+      EXPECT_GT(row["p50_ms"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_TRUE(found) << metrics.dump();
+  ASSERT_EQ(metrics["lanes"].size(), 3u);
+  for (const auto& lane : metrics["lanes"])
+    EXPECT_EQ(lane["state"], "ready") << lane.dump();
+  EXPECT_GT(metrics["rss_bytes"].get<std::uint64_t>(), 0u);
+}
+
+TEST_F(Daemon, ConcurrentClientsAllGetTheirAnswers) {
+  daemon_.tree().write("work/repo/c.txt", "c\n");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      auto c = daemon_.client();
+      for (int i = 0; i < 25; ++i) {
+        auto r = c.call("tool.call", {{"tool", "read_file"},
+                                      {"args", {{"path", "c.txt"}}},
+                                      {"worktree", daemon_.worktree()}});
+        if (r && (*r)["ok"] == true) ++ok;
+      }
+    });
+  }
+  for (auto& c : clients)
+    c.join();
+  EXPECT_EQ(ok.load(), 200);
+}
+
+TEST_F(Daemon, ARunnerKilledWithCallsInFlightFailsThemAndComesBack) {
+  RawConnection raw(daemon_.socket_path());
+  raw.send(request_line(1, "initialize", {{"client", "test"}, {"version", 1}}));
+  ASSERT_TRUE(raw.receive());
+  auto watcher = daemon_.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.started"}}}));
+  std::string burst;
+  for (int i = 0; i < 100; ++i) {
+    burst += request_line(100 + i, "tool.call",
+                          {{"tool", "run_command_isolated"},
+                           {"args", {{"command", "sleep 0.05"}}},
+                           {"worktree", daemon_.worktree()}});
+  }
+  raw.send(burst);
+  auto started = watcher.next_event(30s);
+  ASSERT_TRUE(started && *started);
+  // Kill the runner only once it really runs jobs (tool.started comes when a
+  // call is queued, possibly before the runner finished its handshake).
+  pid_t runner = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (runner == 0 && std::chrono::steady_clock::now() < deadline) {
+    const json lanes = watcher.call("metrics.get").value()["lanes"];
+    for (const auto& lane : lanes) {
+      if (lane["lane"] == "no-net" && lane["in_flight"].get<int>() > 0) {
+        runner = lane["pid"].get<pid_t>();
+      }
+    }
+  }
+  ASSERT_GT(runner, 0);
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+
+  std::set<std::int64_t> answered;
+  std::map<std::string, int> statuses;
+  int restarted = 0;
+  while (answered.size() < 100) {
+    auto reply = raw.receive(60s);
+    ASSERT_TRUE(reply) << "only " << answered.size() << " of 100 calls answered";
+    answered.insert((*reply)["id"].get<std::int64_t>());
+    const json& result = (*reply)["result"];
+    statuses[result.value("status", std::string("?")) + ": " +
+             (result.contains("error") ? result["error"].value("message", std::string()) : "")]++;
+    if ((*reply)["result"]["status"] == "error" &&
+        (*reply)["result"]["error"]["message"].get<std::string>().find("restarted") !=
+            std::string::npos) {
+      ++restarted;
+    }
+  }
+  EXPECT_GE(restarted, 1) << json(statuses).dump(1) << daemon_.log();
+  auto metrics = daemon_.call("metrics.get");
+  EXPECT_GE(metrics["runner_restarts"].get<int>(), 1);
+  daemon_.tree().write("work/repo/after.txt", "back\n");
+  EXPECT_EQ(daemon_.tool("read_file", {{"path", "after.txt"}})["ok"], true);
+}
+
+// ---- approvals -----------------------------------------------------------------
+
+class DaemonAsking : public ::testing::Test {
+ protected:
+  DaemonAsking() : daemon_(DaemonOptions{"[approval.tools]\nrun_command = \"ask\"\n", {}, {}}) {}
+  void SetUp() override { daemon_.start(); }
+  DaemonHarness daemon_;
+};
+
+TEST_F(DaemonAsking, APrivilegedCallWaitsForApproval) {
+  auto watcher = daemon_.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"approval"}}}));
+  json result;
+  std::jthread caller([&] {
+    result = daemon_.tool("run_command", {{"command", "echo approved"}});
+  });
+  auto requested = watcher.next_event(30s);
+  ASSERT_TRUE(requested && *requested);
+  EXPECT_EQ((**requested).event, "approval.requested");
+  EXPECT_EQ((**requested).data["tool"], "run_command");
+  const std::string id = (**requested).data["id"];
+  auto pending = watcher.call("approval.list").value()["approvals"];
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0]["id"], id);
+  auto approved = watcher.call("approval.approve", {{"id", id}});
+  caller.join();
+  ASSERT_TRUE(approved) << approved.error().to_json().dump();
+  EXPECT_EQ(result["ok"], true) << result.dump();
+  EXPECT_EQ(result["output"]["stdout"], "approved\n");
+  auto again = watcher.call("approval.approve", {{"id", id}});
+  EXPECT_FALSE(again);  // decided already
+}
+
+TEST_F(DaemonAsking, ADeniedCallDoesNotRun) {
+  auto watcher = daemon_.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"approval.requested"}}}));
+  json result;
+  std::jthread caller([&] {
+    result = daemon_.tool("run_command", {{"command", "touch denied-marker"}});
+  });
+  auto requested = watcher.next_event(30s);
+  ASSERT_TRUE(requested && *requested);
+  ASSERT_TRUE(
+      watcher.call("approval.deny", {{"id", (**requested).data["id"]}, {"reason", "not today"}}));
+  caller.join();
+  EXPECT_EQ(result["status"], "denied") << result.dump();
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("not today"), std::string::npos);
+  EXPECT_FALSE(daemon_.tree().exists("work/repo/denied-marker"));
+}
+
+TEST_F(DaemonAsking, AnUnansweredApprovalTimesOutAsADenial) {
+  // timeout_s = 5 in the harness's loopr.toml
+  auto result = daemon_.tool("run_command", {{"command", "touch timed-out-marker"}});
+  EXPECT_EQ(result["status"], "denied") << result.dump();
+  EXPECT_FALSE(daemon_.tree().exists("work/repo/timed-out-marker"));
+}
+
+TEST(DaemonPolicy, ADeniedToolNeverRuns) {
+  DaemonHarness daemon(DaemonOptions{"[approval.tools]\nrun_command = \"deny\"\n", {}, {}});
+  daemon.start();
+  auto result = daemon.tool("run_command", {{"command", "touch marker"}});
+  EXPECT_EQ(result["status"], "denied");
+  EXPECT_FALSE(daemon.tree().exists("work/repo/marker"));
+}
+
+// ---- heavy lane ------------------------------------------------------------------
+
+TEST(DaemonHeavyLane, BuildRunsTheConfiguredCommandAndStreamsItsOutput) {
+  DaemonHarness daemon(DaemonOptions{
+      "[commands]\nbuild = \"echo compiling; echo linking >&2; echo built\"\n", {}, {}});
+  daemon.start();
+  auto watcher = daemon.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.output", "tool.finished"}}}));
+  auto result = daemon.tool("build", json::object());
+  ASSERT_EQ(result["ok"], true) << result.dump();
+  EXPECT_EQ(result["lane"], "heavy");
+  EXPECT_EQ(result["output"]["stdout"], "compiling\nbuilt\n");
+  std::string streamed;
+  for (;;) {
+    auto event = watcher.next_event(30s);
+    ASSERT_TRUE(event && *event);
+    if ((**event).event == "tool.finished") break;
+    streamed += (**event).data["data"].get<std::string>();
+  }
+  EXPECT_NE(streamed.find("compiling"), std::string::npos) << streamed;
+}
+
+TEST(DaemonHeavyLane, ABuildWithoutACommandSaysWhereToConfigureIt) {
+  DaemonHarness daemon;
+  daemon.start();
+  auto result = daemon.tool("build", json::object());
+  EXPECT_EQ(result["ok"], false);
+  EXPECT_NE(result["error"]["hint"].get<std::string>().find("[commands]"), std::string::npos);
+}
+
+// ---- lifetime, config, store ----------------------------------------------------------
+
+TEST(DaemonLifetime, ShutdownStopsItCleanlyAndRemovesTheSocket) {
+  DaemonHarness daemon;
+  daemon.start();
+  EXPECT_EQ(daemon.call("daemon.shutdown")["shutting_down"], true);
+  auto status = daemon.wait_exit(20s);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_FALSE(daemon.tree().exists("run/looprd.sock"));
+}
+
+TEST(DaemonLifetime, SigtermStopsItAndNoRunnerIsLeft) {
+  DaemonHarness daemon;
+  daemon.start();
+  // READY=1 comes once the socket listens; the runners start right after.
+  std::vector<pid_t> runners;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (runners.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    runners.clear();
+    const json lanes = daemon.call("metrics.get")["lanes"];
+    for (const auto& lane : lanes) {
+      if (lane["state"] == "ready") runners.push_back(lane["pid"].get<pid_t>());
+    }
+    if (runners.size() < 3) std::this_thread::sleep_for(20ms);  // bounded wait on the runners
+  }
+  ASSERT_EQ(runners.size(), 3u);
+  const int status = daemon.stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  for (pid_t runner : runners) {
+    EXPECT_NE(::kill(runner, 0), 0) << "runner " << runner << " survived the daemon";
+  }
+}
+
+TEST(DaemonLifetime, ASecondDaemonOnTheSameSocketRefusesToStart) {
+  DaemonHarness first;
+  first.start();
+  const std::string command = bin_path("looprd") + " --foreground --socket " + first.socket_path() +
+                              " --config-dir " + first.config_dir() + " --state-dir " +
+                              first.tree().path("state2") + " 2>&1";
+  FILE* out = ::popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string text;
+  char buffer[1024];
+  while (std::fgets(buffer, sizeof buffer, out) != nullptr)
+    text += buffer;
+  const int status = ::pclose(out);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  EXPECT_NE(text.find("already running"), std::string::npos) << text;
+  EXPECT_EQ(first.call("ping")["pong"], true);
+}
+
+TEST(DaemonLifetime, AConfigMistakeIsRefusedNamingFileLineAndKey) {
+  DaemonHarness daemon(DaemonOptions{"[daemon]\nheartbeat_interval_mss = 5\n", {}, {}});
+  const std::string command = bin_path("looprd") + " --foreground --socket " +
+                              daemon.socket_path() + " --config-dir " + daemon.config_dir() +
+                              " --state-dir " + daemon.state_dir() + " 2>&1";
+  FILE* out = ::popen(command.c_str(), "r");
+  std::string text;
+  char buffer[1024];
+  while (std::fgets(buffer, sizeof buffer, out) != nullptr)
+    text += buffer;
+  const int status = ::pclose(out);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  EXPECT_NE(text.find("loopr.toml"), std::string::npos) << text;
+  EXPECT_NE(text.find("heartbeat_interval_mss"), std::string::npos) << text;
+}
+
+TEST(DaemonLifetime, ARestartKeepsTheStore) {
+  DaemonHarness daemon;
+  daemon.start();
+  daemon.tree().write("work/repo/s.txt", "s\n");
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(daemon.tool("read_file", {{"path", "s.txt"}})["ok"], true);
+  daemon.stop(SIGTERM);
+  daemon.start();
+  ASSERT_EQ(daemon.tool("read_file", {{"path", "s.txt"}})["ok"], true);
+  daemon.stop(SIGTERM);
+  auto store = daemon::Store::open(daemon.state_dir());
+  EXPECT_EQ(store.count_tool_calls().value(), 6);
+  auto recent = store.recent_tool_calls(1).value();
+  ASSERT_EQ(recent.size(), 1u);
+  EXPECT_EQ(recent[0].tool, "read_file");
+  EXPECT_EQ(recent[0].lane, "no-net");
+  EXPECT_EQ(recent[0].status, "success");
+}
+
+TEST(DaemonLifetime, HupReloadsTheCatalogAndABadOneKeepsTheOld) {
+  DaemonHarness daemon;
+  daemon.start();
+  auto grep_timeout = [&] {
+    const json tools = daemon.call("tool.list")["tools"];
+    for (const auto& tool : tools) {
+      if (tool["name"] == "grep") return tool["timeout_ms"].get<int>();
+    }
+    return -1;
+  };
+  EXPECT_EQ(grep_timeout(), 60000);
+  daemon.tree().write("config/catalog.toml", "[tools.grep]\ntimeout_ms = 1234\n");
+  ::kill(daemon.pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (grep_timeout() != 1234 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);  // waiting for the signal to be handled, bounded
+  }
+  EXPECT_EQ(grep_timeout(), 1234);
+
+  daemon.tree().write("config/catalog.toml", "[tools.grep]\ntimeout_ms = -5\n");
+  ::kill(daemon.pid(), SIGHUP);
+  while (daemon.log().find("catalog not reloaded") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(daemon.log().find("catalog not reloaded"), std::string::npos);
+  EXPECT_EQ(grep_timeout(), 1234);
+}
+
+}  // namespace
+}  // namespace loopr::test
