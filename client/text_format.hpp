@@ -16,6 +16,9 @@ namespace loopr::client {
 // `text` with C0 controls, DEL and C1 controls written as \xNN (tab as a
 // space); invalid UTF-8 replaced with U+FFFD.
 std::string printable(std::string_view text);
+// printable() line by line: newlines are kept (multi-line messages such as
+// edit_file's nearest-match report), every other control byte escaped.
+std::string printable_lines(std::string_view text);
 
 // A one-line rendering of object[key]: strings as printable text, integers
 // and other numbers as written, booleans as yes/no, arrays and objects as

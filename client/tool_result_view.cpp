@@ -109,8 +109,9 @@ void print_tool_error(const json& result, std::ostream& err) {
   const json& error = found != nullptr ? *found : kNone;
   const std::string code =
       is_string_member(error, "code") ? cell(error, "code") : cell(result, "status");
-  const std::string message =
-      is_string_member(error, "message") ? cell(error, "message") : "the call did not succeed";
+  const std::string message = is_string_member(error, "message")
+                                  ? printable_lines(error["message"].get<std::string>())
+                                  : "the call did not succeed";
   err << "error: " << code << ": " << message << '\n';
   if (is_string_member(error, "hint")) err << "hint: " << cell(error, "hint") << '\n';
 }

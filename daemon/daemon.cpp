@@ -128,10 +128,12 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
 }
 
 void Daemon::publish_output(const proto::OutputChunk& chunk) {
+  // A streaming job's stderr is the live copy of what its command prints
+  // (loopr-tool run_command, LOOPR_STREAM_OUTPUT); its stdout is the tool's
+  // JSON result, which arrives whole in the call's reply.
+  if (chunk.stream != proto::OutputStream::standard_error) return;
   if (!events_.has_subscribers("tool.output")) return;
-  events_.publish("tool.output", {{"call_id", chunk.job_id},
-                                  {"stream", proto::to_string(chunk.stream)},
-                                  {"data", chunk.data}});
+  events_.publish("tool.output", {{"call_id", chunk.job_id}, {"data", chunk.data}});
 }
 
 bool Daemon::reload_catalog() {

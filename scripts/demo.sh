@@ -77,7 +77,7 @@ ctl call run_command '{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1"
 net_call=$!
 id=""
 for _ in $(seq 100); do
-  id=$(ctl --json approvals | sed -n 's/.*"id":"\(a-[0-9]*\)".*/\1/p' | head -n 1)
+  id=$(ctl --json approvals | grep -o '"id": *"a-[0-9]*"' | grep -o 'a-[0-9]*' | head -n 1)
   [ -n "$id" ] && break
   sleep 0.1
 done

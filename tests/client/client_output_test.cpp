@@ -50,6 +50,13 @@ TEST(TextFormat, PrintableEscapesTerminalControls) {
   EXPECT_EQ(printable("bad \xff"), "bad \xef\xbf\xbd");
 }
 
+TEST(TextFormat, PrintableLinesKeepsNewlinesAndEscapesTheRest) {
+  EXPECT_EQ(printable_lines("line 1\n     5|\treturn 0;\n\x1b[2J"),
+            "line 1\n     5| return 0;\n\\x1b[2J");
+  EXPECT_EQ(printable_lines("no newline"), "no newline");
+  EXPECT_EQ(printable_lines("ends\n"), "ends\n");
+}
+
 TEST(TextFormat, CellRendersAnyValueOnOneLine) {
   const json object = {{"s", "x"}, {"n", 3}, {"b", true}, {"a", {1, 2}}, {"z", nullptr}};
   EXPECT_EQ(cell(object, "s"), "x");

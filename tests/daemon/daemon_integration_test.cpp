@@ -704,3 +704,76 @@ TEST(DaemonLifetime, HupReloadsTheCatalogAndABadOneKeepsTheOld) {
 
 }  // namespace
 }  // namespace loopr::test
+
+namespace loopr::test {
+namespace {
+
+// A stand-in for loopr-runner, so the daemon's side of the runner link can be
+// tested against a runner that misbehaves.
+std::string fake_runner(TempTree& tree, const std::string& name, const std::string& body) {
+  tree.write(name, "#!/bin/sh\n" + body);
+  ::chmod(tree.path(name).c_str(), 0755);
+  return tree.path(name);
+}
+
+TEST(DaemonRunnerLink, ALaneThatCannotBuildItsSandboxFailsCallsAtOnceSayingWhy) {
+  TempTree scripts;
+  const std::string runner = fake_runner(
+      scripts, "runner",
+      "echo 'loopr-runner: lane: user namespace: unshare(CLONE_NEWUSER) refused (EPERM)' >&2\n"
+      "exit 3\n");
+  DaemonHarness daemon(DaemonOptions{"", {}, {"--runner", runner}});
+  daemon.start();
+  json result;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  do {  // the first spawn may still be under way
+    result = daemon.tool("read_file", {{"path", "x"}});
+  } while (result["error"]["message"].get<std::string>().find("cannot build its sandbox") ==
+               std::string::npos &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(result["status"], "error");
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("unshare(CLONE_NEWUSER)"),
+            std::string::npos)
+      << result.dump();
+  const json lanes = daemon.call("metrics.get")["lanes"];
+  for (const auto& lane : lanes)
+    EXPECT_EQ(lane["state"], "failed") << lane.dump();
+  EXPECT_EQ(daemon.call("ping")["pong"], true);
+}
+
+TEST(DaemonRunnerLink, ARunnerThatSendsGarbageIsRestartedAndTheDaemonLives) {
+  TempTree scripts;
+  // An announced length of 0xffffffff (over the 16 MiB cap), then junk.
+  const std::string runner = fake_runner(
+      scripts, "runner", "printf '\\377\\377\\377\\377not a frame' >&3\nexec sleep 60\n");
+  DaemonHarness daemon(DaemonOptions{"", {}, {"--runner", runner}});
+  daemon.start();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  int restarts = 0;
+  while (restarts < 6 && std::chrono::steady_clock::now() < deadline) {
+    restarts = daemon.call("metrics.get")["runner_restarts"].get<int>();
+    std::this_thread::sleep_for(20ms);  // waiting on the supervisor, bounded
+  }
+  EXPECT_GE(restarts, 6);  // every lane, twice: restarts go on, with backoff
+  EXPECT_NE(daemon.log().find("bad frame from the runner"), std::string::npos) << daemon.log();
+  EXPECT_EQ(daemon.call("ping")["pong"], true);
+  EXPECT_EQ(daemon.stop(SIGTERM), 0);
+}
+
+TEST(DaemonRunnerLink, ARunnerThatNeverHandshakesIsReplaced) {
+  TempTree scripts;
+  const std::string runner = fake_runner(scripts, "runner", "exec sleep 60\n");
+  DaemonHarness daemon(
+      DaemonOptions{"[daemon]\nheartbeat_interval_ms = 200\n", {}, {"--runner", runner}});
+  daemon.start();
+  const auto deadline = std::chrono::steady_clock::now() + 40s;
+  while (daemon.log().find("sent no handshake") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // waiting on the supervisor, bounded
+  }
+  EXPECT_NE(daemon.log().find("sent no handshake"), std::string::npos) << daemon.log();
+  EXPECT_EQ(daemon.call("ping")["pong"], true);
+}
+
+}  // namespace
+}  // namespace loopr::test
