@@ -36,7 +36,8 @@ Result<std::optional<struct stat>> existing_regular_file(const ParentDir& parent
   }
   if (S_ISLNK(st.st_mode)) {
     char target[PATH_MAX];
-    const ssize_t n = ::readlinkat(parent.dir.get(), parent.leaf.c_str(), target, sizeof target - 1);
+    const ssize_t n =
+        ::readlinkat(parent.dir.get(), parent.leaf.c_str(), target, sizeof target - 1);
     const std::string shown = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "?";
     return make_error(errc::invalid_arguments,
                       "'" + parent.relative + "' is a symlink to '" + shown + "'",
@@ -64,7 +65,8 @@ Result<void> atomic_replace(const ParentDir& parent, std::string_view content,
     temp_name = "." + parent.leaf.substr(0, 200) + ".loopr-" + std::to_string(entropy() % 1000000);
     temp.reset(::openat(parent.dir.get(), temp_name.c_str(),
                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!temp && errno != EEXIST) return errno_error(errno, "cannot create a file beside", parent.relative);
+    if (!temp && errno != EEXIST)
+      return errno_error(errno, "cannot create a file beside", parent.relative);
   }
   if (!temp) return errno_error(EEXIST, "cannot create a temporary file beside", parent.relative);
 
@@ -138,12 +140,31 @@ Result<void> refuse_git_metadata(const Worktree& worktree, const ParentDir& pare
   if (Worktree::is_git_metadata(parent.relative) ||
       worktree.dir_is_inside_git_metadata(parent.dir.get())) {
     return make_error(errc::protected_path,
-                      "'" + parent.relative + "' is inside git metadata (.git), which tools never "
-                      "change",
+                      "'" + parent.relative +
+                          "' is inside git metadata (.git), which tools never "
+                          "change",
                       "git metadata changes only through the daemon's own git operations; edit "
                       "files in the working tree instead");
   }
   return {};
+}
+
+Result<void> refuse_git_metadata_before_creating(const Worktree& worktree,
+                                                 const std::string& relative) {
+  std::vector<std::string> parts = split_path(relative);
+  if (parts.empty()) return {};  // open_parent() refuses a path that names no file
+  const std::string leaf = parts.back();
+  parts.pop_back();
+  for (;;) {
+    std::string folder = ".";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      folder = i == 0 ? parts[i] : folder + "/" + parts[i];
+    if (auto dir = worktree.open(folder, O_RDONLY | O_DIRECTORY)) {
+      return refuse_git_metadata(worktree, ParentDir{std::move(*dir), leaf, relative});
+    }
+    if (parts.empty()) return {};  // open_parent() reports why the root cannot be opened
+    parts.pop_back();
+  }
 }
 
 }  // namespace loopr::tool

@@ -36,6 +36,12 @@ Result<std::string> read_whole_file(const ParentDir& parent, std::size_t max_byt
 // into the worktree's .git) with errc::protected_path.
 Result<void> refuse_git_metadata(const Worktree& worktree, const ParentDir& parent);
 
+// The same check for a path whose folders may not exist yet, made on the
+// deepest folder that does, so refusing never leaves new folders behind
+// (write_file must not create .git/hooks before it refuses .git/hooks/x).
+Result<void> refuse_git_metadata_before_creating(const Worktree& worktree,
+                                                 const std::string& relative);
+
 // The largest file write_file and edit_file handle (edits are in memory).
 inline constexpr std::size_t kMaxEditableBytes = 64u << 20;
 

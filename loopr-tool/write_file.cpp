@@ -1,7 +1,10 @@
-// write_file {path, content, expected_hash?}: creates parent folders and
-// replaces the file atomically (atomic_write.hpp), keeping its mode.
-// expected_hash is the content_hash of the caller's last read_file; when it is
-// given, a file that changed since (or vanished) is refused as stale_read.
+// write_file {path, content}: creates parent folders and replaces the file
+// atomically (atomic_write.hpp), keeping its mode.
+// Two arguments only the daemon sends (they are not in the model's schema):
+//   expected_hash  content_hash of the session's last read_file; a file that
+//                  changed since (or vanished) is refused as stale_read;
+//   create_only    the session never read the file: an existing file is
+//                  refused as not_read_first, only creating one is allowed.
 #include <fcntl.h>
 
 #include "loopr-tool/arguments.hpp"
@@ -12,7 +15,8 @@
 namespace loopr::tool {
 
 Result<Json> write_file(const Worktree& worktree, const Json& raw) {
-  auto args = Arguments::parse(raw, "write_file", {"path", "content", "expected_hash"});
+  auto args =
+      Arguments::parse(raw, "write_file", {"path", "content", "expected_hash", "create_only"});
   if (!args) return std::move(args).error();
   auto path = args->required_string("path");
   if (!path) return std::move(path).error();
@@ -20,23 +24,36 @@ Result<Json> write_file(const Worktree& worktree, const Json& raw) {
   if (!content) return std::move(content).error();
   auto expected = args->optional_string("expected_hash");
   if (!expected) return std::move(expected).error();
+  auto create_only = args->boolean_or("create_only", false);
+  if (!create_only) return std::move(create_only).error();
   if (content->size() > kMaxEditableBytes) {
-    return make_error(errc::too_large, "content is over " + std::to_string(kMaxEditableBytes >> 20) +
-                                           " MiB", "write large files in parts or generate them "
-                                                   "with run_command");
+    return make_error(errc::too_large,
+                      "content is over " + std::to_string(kMaxEditableBytes >> 20) + " MiB",
+                      "write large files in parts or generate them "
+                      "with run_command");
   }
   auto rel = worktree.relative(*path);
   if (!rel) return std::move(rel).error();
+  if (auto r = refuse_git_metadata_before_creating(worktree, *rel); !r) {
+    return std::move(r).error();
+  }
   auto parent = worktree.open_parent(*rel, /*create_parents=*/true);
   if (!parent) return std::move(parent).error();
   if (auto r = refuse_git_metadata(worktree, *parent); !r) return std::move(r).error();
   auto existing = existing_regular_file(*parent);
   if (!existing) return std::move(existing).error();
 
+  if (*create_only && existing->has_value()) {
+    return make_error(errc::not_read_first,
+                      "'" + *rel +
+                          "' already exists and has not been read in this session; "
+                          "overwriting it needs a prior read",
+                      "read it first with read_file, then write it again (or change part of it "
+                      "with edit_file)");
+  }
   if (expected->has_value()) {
     if (!existing->has_value()) {
-      return make_error(errc::stale_read,
-                        "'" + *rel + "' was read before but no longer exists",
+      return make_error(errc::stale_read, "'" + *rel + "' was read before but no longer exists",
                         "list the folder to see what happened, then write it without "
                         "expected_hash if you mean to create it");
     }

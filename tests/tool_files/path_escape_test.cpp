@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "tests/tool_files/tool_fixture.hpp"
@@ -33,6 +34,9 @@ class PathEscape : public ToolTest {
         {tool::write_file, {{"path", path + "/new.txt"}, {"content", "pwned"}}},
         {tool::file_delete, {{"path", path}, {"recursive", true}}},
         {tool::list_directory, {{"path", path}}},
+        {tool::edit_file, {{"path", path}, {"old_string", "outside"}, {"new_string", "pwned"}}},
+        {tool::edit_file,
+         {{"path", path + "/new.txt"}, {"old_string", ""}, {"new_string", "pwned"}}},
     };
     for (const auto& [tool, args] : calls) {
       const Error e = err(tool, args);
@@ -60,19 +64,31 @@ TEST_F(PathEscape, AbsolutePathsInsideAreAccepted) {
 }
 
 TEST_F(PathEscape, SymlinksOutOfTheTree) {
+  outside_.write("dir/inner.txt", "outside\n");
   tree_.symlink(outside_.path("secret.txt"), "abs-file");
   tree_.symlink(outside_.path("dir"), "abs-dir");
   tree_.mkdir("nested");
   tree_.symlink("../../" + std::string(std::filesystem::path(outside_.root()).filename()) + "/dir",
                 "nested/rel-dir");
-  expect_all_refused("abs-dir");
-  expect_all_refused("nested/rel-dir");
-  // A symlink leaf: reads refuse it; writes and deletes act on the link itself
-  // (refused or removing only the link), never on its target.
-  EXPECT_EQ(err(tool::read_file, {{"path", "abs-file"}}).code, errc::path_outside_worktree);
-  err(tool::write_file, {{"path", "abs-file"}, {"content", "pwned"}});
-  ok(tool::file_delete, {{"path", "abs-file"}});
+  // Through a symlinked folder, every tool refuses.
+  expect_all_refused("abs-dir/inner.txt");
+  expect_all_refused("nested/rel-dir/inner.txt");
+  // A symlink as the leaf: reading or listing it is refused; writes and edits
+  // refuse the link itself and name its target; deleting removes only the
+  // link. Never does anything reach the target.
+  for (const std::string leaf : {"abs-file", "abs-dir", "nested/rel-dir"}) {
+    SCOPED_TRACE(leaf);
+    EXPECT_EQ(err(tool::read_file, {{"path", leaf}}).code, errc::path_outside_worktree);
+    EXPECT_EQ(err(tool::list_directory, {{"path", leaf}}).code, errc::path_outside_worktree);
+    const Error write = err(tool::write_file, {{"path", leaf}, {"content", "pwned"}});
+    EXPECT_NE(write.message.find("is a symlink"), std::string::npos) << write.message;
+    const Error edit =
+        err(tool::edit_file, {{"path", leaf}, {"old_string", "outside"}, {"new_string", "pwned"}});
+    EXPECT_NE(edit.message.find("is a symlink"), std::string::npos) << edit.message;
+    EXPECT_EQ(ok(tool::file_delete, {{"path", leaf}, {"recursive", true}})["deleted"], "symlink");
+  }
   EXPECT_EQ(outside_.read("secret.txt"), "outside\n");
+  EXPECT_EQ(outside_.read("dir/inner.txt"), "outside\n");
 }
 
 TEST_F(PathEscape, ProcMagicLinks) {
@@ -129,6 +145,54 @@ TEST_F(PathEscape, ASymlinkSwapRacingWritesNeverEscapes) {
   EXPECT_FALSE(outside_.exists("dir/.file.loopr-0"));
   RecordProperty("writes_inside", inside);
   RecordProperty("writes_refused", refused);
+}
+
+TEST_F(PathEscape, ASymlinkSwapRacingEditsNeverEscapes) {
+  // As above, with edit_file: the same text inside and outside, so an edit
+  // that escaped would change the outside file. Each round flips the inside
+  // file between "a" and "b"; whichever edit does not match is refused.
+  tree_.mkdir("sub");
+  tree_.write("sub/file", "a\n");
+  tree_.symlink(outside_.path("dir"), "swap");
+  outside_.write("dir/file", "a\n");
+  // Without the race the same edits succeed (so refusals below are the race's).
+  ok(tool::edit_file, {{"path", "sub/file"}, {"old_string", "a"}, {"new_string", "b"}});
+  ok(tool::edit_file, {{"path", "sub/file"}, {"old_string", "b"}, {"new_string", "a"}});
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string a = tree_.path("sub");
+    const std::string b = tree_.path("swap");
+    while (!stop.load()) {
+      ::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE);
+    }
+  });
+  int applied = 0;
+  int refused = 0;
+  for (int i = 0; i < 1500; ++i) {
+    for (const auto& [from, to] : {std::pair{"a", "b"}, std::pair{"b", "a"}}) {
+      auto result = tool::edit_file(
+          worktree_, {{"path", "sub/file"}, {"old_string", from}, {"new_string", to}});
+      if (result) {
+        ++applied;
+        continue;
+      }
+      const std::string& code = result.error().code;
+      EXPECT_TRUE(code == errc::path_outside_worktree || code == errc::not_found ||
+                  code == errc::not_directory || code == errc::no_match ||
+                  code == errc::already_applied)
+          << result.error().message;
+      ++refused;
+    }
+  }
+  stop = true;
+  swapper.join();
+  EXPECT_EQ(outside_.read("dir/file"), "a\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outside_.path("dir")),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "no temporary file was left outside";
+  RecordProperty("edits_applied", applied);
+  RecordProperty("edits_refused", refused);
 }
 
 }  // namespace

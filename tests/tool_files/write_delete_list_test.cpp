@@ -48,7 +48,8 @@ TEST_F(WriteFile, AStaleExpectedHashIsRefusedAndTheFileKept) {
   tree_.write("f.txt", "v1\n");
   const std::string read_hash = ok(read_file, {{"path", "f.txt"}})["content_hash"];
   tree_.write("f.txt", "v2 by someone else\n");
-  const auto e = err(write_file, {{"path", "f.txt"}, {"content", "mine\n"}, {"expected_hash", read_hash}});
+  const auto e =
+      err(write_file, {{"path", "f.txt"}, {"content", "mine\n"}, {"expected_hash", read_hash}});
   EXPECT_EQ(e.code, errc::stale_read);
   EXPECT_NE(e.hint.find("read it again"), std::string::npos);
   EXPECT_EQ(tree_.read("f.txt"), "v2 by someone else\n");
@@ -58,21 +59,45 @@ TEST_F(WriteFile, AStaleExpectedHashIsRefusedAndTheFileKept) {
 }
 
 TEST_F(WriteFile, AFileThatVanishedSinceItWasReadIsStale) {
-  EXPECT_EQ(err(write_file, {{"path", "gone.txt"}, {"content", "x"}, {"expected_hash", "sha256:00"}})
-                .code,
-            errc::stale_read);
+  EXPECT_EQ(
+      err(write_file, {{"path", "gone.txt"}, {"content", "x"}, {"expected_hash", "sha256:00"}})
+          .code,
+      errc::stale_read);
+}
+
+TEST_F(WriteFile, CreateOnlyRefusesAFileTheSessionNeverRead) {
+  tree_.write("seen.txt", "precious\n");
+  const auto e =
+      err(write_file, {{"path", "seen.txt"}, {"content", "lost\n"}, {"create_only", true}});
+  EXPECT_EQ(e.code, errc::not_read_first);
+  EXPECT_NE(e.hint.find("read it first with read_file"), std::string::npos) << e.hint;
+  EXPECT_EQ(tree_.read("seen.txt"), "precious\n");
+  const auto out =
+      ok(write_file, {{"path", "new.txt"}, {"content", "hi\n"}, {"create_only", true}});
+  EXPECT_EQ(out["created"], true);
+  EXPECT_EQ(tree_.read("new.txt"), "hi\n");
+  EXPECT_EQ(err(write_file, {{"path", "x"}, {"content", ""}, {"create_only", 1}}).code,
+            errc::invalid_arguments);
 }
 
 TEST_F(WriteFile, RefusesGitMetadataEvenThroughASymlink) {
   tree_.write(".git/config", "[core]\n");
-  EXPECT_EQ(err(write_file, {{"path", ".git/config"}, {"content", "x"}}).code, errc::protected_path);
+  EXPECT_EQ(err(write_file, {{"path", ".git/config"}, {"content", "x"}}).code,
+            errc::protected_path);
   EXPECT_EQ(err(write_file, {{"path", ".git/hooks/pre-commit"}, {"content", "x"}}).code,
             errc::protected_path);
   tree_.symlink(".git", "meta");
-  EXPECT_EQ(err(write_file, {{"path", "meta/config"}, {"content", "x"}}).code, errc::protected_path);
+  EXPECT_EQ(err(write_file, {{"path", "meta/config"}, {"content", "x"}}).code,
+            errc::protected_path);
   EXPECT_EQ(err(write_file, {{"path", "sub/.git"}, {"content", "gitdir: /tmp/x"}}).code,
             errc::protected_path);
   EXPECT_EQ(tree_.read(".git/config"), "[core]\n");
+  // Refusing leaves nothing behind: no .git/hooks folder was created first.
+  EXPECT_FALSE(tree_.exists(".git/hooks"));
+  EXPECT_EQ(err(write_file, {{"path", "meta/hooks/post-checkout"}, {"content", "x"}}).code,
+            errc::protected_path);
+  EXPECT_FALSE(tree_.exists(".git/hooks"));
+  EXPECT_FALSE(tree_.exists("sub"));
 }
 
 TEST_F(WriteFile, DoesNotWriteThroughASymlink) {
@@ -129,7 +154,7 @@ TEST_F(FileDelete, AFolderNeedsRecursive) {
   EXPECT_NE(e.hint.find("recursive"), std::string::npos);
   const auto out = ok(file_delete, {{"path", "d"}, {"recursive", true}});
   EXPECT_EQ(out["deleted"], "directory");
-  EXPECT_EQ(out["entries_removed"], 5);
+  EXPECT_EQ(out["entries_removed"], 4);  // d, d/x, d/x/y.txt, d/z.txt
   EXPECT_FALSE(tree_.exists("d"));
 }
 
@@ -158,7 +183,8 @@ TEST_F(ListDirectory, ListsSortedEntriesWithSizes) {
   tree_.write("a/inner.txt", "1");
   const auto out = ok(list_directory, json::object());
   ASSERT_EQ(out["entries"].size(), 2u);
-  EXPECT_EQ(out["entries"][0], (json{{"path", "a"}, {"size", 0}, {"is_dir", true}, {"is_symlink", false}}));
+  EXPECT_EQ(out["entries"][0],
+            (json{{"path", "a"}, {"size", 0}, {"is_dir", true}, {"is_symlink", false}}));
   EXPECT_EQ(out["entries"][1],
             (json{{"path", "b.txt"}, {"size", 5}, {"is_dir", false}, {"is_symlink", false}}));
   EXPECT_EQ(out["truncated"], false);
@@ -171,7 +197,8 @@ TEST_F(ListDirectory, RecursesToMaxDepthWithoutEnteringGitOrSymlinks) {
   tree_.symlink(outside_.root(), "out");
   const auto out = ok(list_directory, {{"recursive", true}, {"max_depth", 2}});
   std::vector<std::string> paths;
-  for (const auto& e : out["entries"]) paths.push_back(e["path"]);
+  for (const auto& e : out["entries"])
+    paths.push_back(e["path"]);
   EXPECT_EQ(paths, (std::vector<std::string>{".git", "a", "a/b", "out"}));
   EXPECT_EQ(out["entries"][3]["is_symlink"], true);
   const auto sub = ok(list_directory, {{"path", "a/b"}, {"recursive", true}});
@@ -179,7 +206,8 @@ TEST_F(ListDirectory, RecursesToMaxDepthWithoutEnteringGitOrSymlinks) {
 }
 
 TEST_F(ListDirectory, CapsTheListingAndSaysSo) {
-  for (int i = 0; i < 2100; ++i) tree_.write("many/f" + std::to_string(i), "");
+  for (int i = 0; i < 2100; ++i)
+    tree_.write("many/f" + std::to_string(i), "");
   const auto out = ok(list_directory, {{"path", "many"}});
   EXPECT_EQ(out["entries"].size(), 2000u);
   EXPECT_EQ(out["truncated"], true);
