@@ -3,8 +3,10 @@
 # patterns (DESIGN.md §9: grep within 1.2x of ripgrep). Builds nothing: uses
 # $LOOPR_BIN (default build/bin/loopr-tool; use a Release build).
 #
-# The tree: copies of /usr/include and /usr/share/doc (present on every
-# Debian machine) in a temporary directory, made once per run.
+# The tree: copies of $SOURCES (default /usr/include and /usr/share, present
+# on every Debian machine: C headers, documentation, locale and icon files,
+# so text and binary files mixed) in a temporary directory, made once per run
+# and read once before timing, so both tools search the page cache.
 #
 # Same work on both sides:
 # - rg runs with --hidden (loopr-tool searches hidden files), --no-require-git
@@ -33,8 +35,11 @@ done
 
 TREE=$(mktemp -d /tmp/loopr-grep-bench-XXXXXX)
 trap 'rm -rf "$TREE"' EXIT
-cp -a /usr/include "$TREE/include"
-cp -a /usr/share/doc "$TREE/doc"
+SOURCES=${SOURCES:-/usr/include /usr/share}
+for source in $SOURCES; do
+  cp -a "$source" "$TREE/$(basename "$source")"
+done
+find "$TREE" -type f -print0 | xargs -0 cat > /dev/null  # warm the page cache
 echo "tree: $TREE ($(du -sh "$TREE" | cut -f1), $(find "$TREE" -type f | wc -l) files)"
 echo "loopr-tool: $LOOPR_BIN; rg: $(rg --version 2>/dev/null | head -1); cores: $(nproc)"
 

@@ -2,7 +2,7 @@
 // buffer, count its line, resume at the next line. The corpus is the text
 // files under /usr/include (or $LOOPR_BENCH_CORPUS), concatenated in path
 // order up to 64 MiB, so every machine builds the same buffer from its own
-// headers. Run: build-search-rel/bin/regex_engine_bench
+// headers. Run: build/bin/regex_engine_bench (bench/README.md has the flags)
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <benchmark/benchmark.h>
 #include <pcre2.h>

@@ -15,6 +15,8 @@ packages=(
   libssl-dev
   # grep's regex engine (PCRE2 with JIT; chosen by measurement, bench/README.md)
   libpcre2-dev
+  # RE2, only for bench/regex_engine_bench (the measurement that chose PCRE2)
+  libre2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   ripgrep bubblewrap hyperfine util-linux
