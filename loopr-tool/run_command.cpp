@@ -1,14 +1,42 @@
-// run_command / run_command_isolated: `sh -c COMMAND` in a folder of the
-// worktree, stdin /dev/null, stdout and stderr each held within a cap (head
-// and tail kept), a timeout that ends the command's whole process group.
+// The command tools: `sh -c COMMAND` in a folder of the worktree, stdin
+// /dev/null, stdout and stderr each held within a cap (head and tail kept),
+// a timeout that ends the command's whole process group.
+//
+//   run_command / run_command_isolated  {command, timeout_ms?, cwd?} from the
+//       model; they differ only in their lane (isolated: no-net).
+//   build / test / validate  {command} injected by the daemon from loopr.toml
+//       [commands]; the model's schema takes no arguments. They run at the
+//       worktree's top, with no timeout of their own: the job's timeout (the
+//       catalog's, 600 s by default) is what stops them.
+//
+// Result: {command, exit_code, stdout, stderr, timed_out, truncated,
+// duration_ms} plus signal, stdout_base64/stderr_base64 (bytes that are not
+// UTF-8, exactly), interrupted, hint and sandbox_note when they apply.
+//
 // The caps are half of LOOPR_MAX_OUTPUT_BYTES each, less room for the JSON
 // around them; base64 copies of non-UTF-8 output may exceed that, and the
 // runner's own cap then bounds the whole result.
 //
+// Stopped from outside (SIGTERM or SIGINT: the runner's timeout or a cancel,
+// forwarded by the job's PID 1): the command's group gets TERM, a short grace
+// and KILL, and the result is still printed with the output so far and
+// "interrupted": true, so a timed-out job keeps its partial output. The
+// grace stays well under the runner's TERM-to-KILL grace (500 ms default).
+//
+// With LOOPR_STREAM_OUTPUT=1 (set by runners of streaming lanes, the heavy
+// lane) every chunk the command prints is also copied to loopr-tool's stderr
+// as it arrives, which the runner streams to the daemon as output_chunk
+// frames; stdout stays the one JSON result.
+//
+// As the job's PID 1 in a lane runner (LOOPR_JOB_INIT=1 and pid 1), the
+// command tools also do an init's work: they reap orphaned processes, and
+// their TERM and KILL go to every process of the job (kill(-1)), so a
+// setsid or double-forked child is stopped like the rest.
+//
 // Isolation comes from where loopr-tool runs (the lane's sandbox), not from
-// here: run_command_isolated differs only in its lane (no-net). When the
-// sandbox refused something, `sandbox_note` says so in words a model can act
-// on; the lane comes from LOOPR_LANE, which the runner sets.
+// here. When the sandbox refused something, `sandbox_note` says so in words a
+// model can act on; the lane and whether it has network come from LOOPR_LANE
+// and LOOPR_NETWORK, which the runner sets.
 //
 // Background processes that keep stdout open after the shell exits do not
 // hold the call: output is read for a short drain period after the exit and
@@ -22,6 +50,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "common/output_capture.hpp"
 #include "common/utf8.hpp"
@@ -36,8 +65,35 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::int64_t kDefaultTimeoutMs = 120'000;
 constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+// The configured commands have no timeout of their own; this only bounds a
+// loopr-tool run outside any runner.
+constexpr std::int64_t kConfiguredCommandTimeoutMs = 24 * kMaxTimeoutMs;
 constexpr auto kTermGrace = std::chrono::milliseconds(1000);
+constexpr auto kTermGraceWhenStopped = std::chrono::milliseconds(150);
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(200);
+constexpr auto kDrainWhenStopped = std::chrono::milliseconds(50);
+
+// Set by the SIGTERM/SIGINT handler; read by the command's event loop.
+volatile sig_atomic_t g_stop_requested = 0;
+
+void request_stop(int) {
+  g_stop_requested = 1;
+}
+
+// Installed without SA_RESTART, so a pending poll() returns at once. The
+// command itself gets default dispositions back at exec.
+void catch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = request_stop;
+  ::sigemptyset(&action.sa_mask);
+  for (int signo : {SIGTERM, SIGINT})
+    ::sigaction(signo, &action, nullptr);
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
 
 std::uint64_t stream_cap() {
   // The runner passes the job's max_output_bytes; each stream gets half, so
@@ -53,10 +109,15 @@ bool contains(const std::string& haystack, const char* needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+bool lane_has_no_network(const std::string& lane) {
+  const std::string network = env_or_empty("LOOPR_NETWORK");
+  if (!network.empty()) return network == "off";
+  return lane == "no-net";
+}
+
 // A sentence for the model when the failure looks like a sandbox refusal.
 std::string sandbox_note(const std::string& out, const std::string& err) {
-  const char* lane_env = std::getenv("LOOPR_LANE");
-  const std::string lane = lane_env ? lane_env : "";
+  const std::string lane = env_or_empty("LOOPR_LANE");
   const std::string text = out + "\n" + err;
   const bool network_failure =
       contains(text, "Could not resolve host") || contains(text, "Network is unreachable") ||
@@ -64,9 +125,10 @@ std::string sandbox_note(const std::string& out, const std::string& err) {
       contains(text, "Name or service not known") ||
       contains(text, "Address family not supported") ||
       contains(text, "socket: Operation not permitted") || contains(text, "Connection refused") ||
+      contains(text, "Failed to connect") || contains(text, "Couldn't connect") ||
       contains(text, "/dev/tcp/") || contains(text, "/dev/udp/");
-  if (lane == "no-net" && network_failure) {
-    return "network is off in lane no-net; use run_command (lane net) for network access";
+  if (!lane.empty() && lane_has_no_network(lane) && network_failure) {
+    return "network is off in lane " + lane + "; use run_command (lane net) for network access";
   }
   if (!lane.empty() && contains(text, "Read-only file system")) {
     return "the sandbox makes everything outside the worktree and /tmp read-only (and .git "
@@ -81,20 +143,33 @@ std::string sandbox_note(const std::string& out, const std::string& err) {
   return {};
 }
 
-Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* tool) {
-  auto args = Arguments::parse(raw, tool, {"command", "timeout_ms", "cwd"});
-  if (!args) return std::move(args).error();
-  auto command = args->required_string("command");
-  if (!command) return std::move(command).error();
-  if (command->empty()) {
-    return make_error(errc::invalid_arguments, std::string(tool) + ": command is empty",
-                      "pass a shell command, e.g. \"make -j2\"");
+struct ShellRequest {
+  std::string command;
+  std::int64_t timeout_ms = kDefaultTimeoutMs;
+  std::string cwd = ".";
+};
+
+// Writes all of `bytes` to fd 2, for streaming; a failed write only ends the
+// streaming, never the command.
+void copy_to_stderr(std::string_view bytes, bool& streaming) {
+  while (streaming && !bytes.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      streaming = false;
+      return;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
   }
-  auto timeout_ms = args->integer_or("timeout_ms", kDefaultTimeoutMs, 1, kMaxTimeoutMs);
-  if (!timeout_ms) return std::move(timeout_ms).error();
-  auto cwd_arg = args->string_or("cwd", ".");
-  if (!cwd_arg) return std::move(cwd_arg).error();
-  auto cwd_rel = worktree.relative(*cwd_arg);
+}
+
+// True when loopr-tool is the PID 1 of a job's namespace (contain.hpp).
+bool is_job_init() {
+  return ::getpid() == 1 && env_or_empty("LOOPR_JOB_INIT") == "1";
+}
+
+Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, const char* tool) {
+  auto cwd_rel = worktree.relative(request.cwd);
   if (!cwd_rel) return std::move(cwd_rel).error();
   auto cwd = worktree.open(*cwd_rel, O_RDONLY | O_DIRECTORY);
   if (!cwd) return std::move(cwd).error();
@@ -106,9 +181,11 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
     ::close(out_pipe[1]);
     return errno_error(errno, "cannot create a pipe", "");
   }
+  catch_stop_signals();
   const auto started = Clock::now();
   const pid_t pid = ::fork();
-  if (pid < 0) return errno_error(errno, "cannot start the command (fork)", "");
+  if (pid < 0)
+    return errno_error(errno, std::string(tool) + ": cannot start the command (fork)", "");
   if (pid == 0) {
     ::setpgid(0, 0);
     const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -116,38 +193,56 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
         ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
       ::_exit(127);
     }
-    ::execl("/bin/sh", "sh", "-c", command->c_str(), static_cast<char*>(nullptr));
+    ::execl("/bin/sh", "sh", "-c", request.command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // both sides, so kill(-pid) works whichever runs first
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
 
+  const bool job_init = is_job_init();
+  // The command's process group, or, as the job's init, every process of it.
+  const auto signal_command = [&](int signo) { ::kill(job_init ? -1 : -pid, signo); };
+  bool streaming = env_or_empty("LOOPR_STREAM_OUTPUT") == "1";
   OutputCapture out(stream_cap());
   OutputCapture err(stream_cap());
   int fds[2] = {out_pipe[0], err_pipe[0]};
   bool timed_out = false;
+  bool interrupted = false;
   bool exited = false;
   int status = 0;
-  const auto deadline = started + std::chrono::milliseconds(*timeout_ms);
+  const auto deadline = started + std::chrono::milliseconds(request.timeout_ms);
   std::optional<Clock::time_point> kill_at;
   std::optional<Clock::time_point> drain_until;
+  const auto stop_command = [&](Clock::time_point now, std::chrono::milliseconds grace) {
+    signal_command(SIGTERM);
+    signal_command(SIGCONT);  // a stopped process must see the TERM
+    kill_at = now + grace;
+  };
   for (;;) {
-    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) {
+    // The shell, and as the job's init every orphan that was left to it.
+    for (;;) {
+      int reaped_status = 0;
+      const pid_t reaped = ::waitpid(job_init ? -1 : pid, &reaped_status, WNOHANG);
+      if (reaped <= 0) break;
+      if (reaped != pid || exited) continue;
+      status = reaped_status;
       exited = true;
-      drain_until = Clock::now() + kDrainAfterExit;
-      ::kill(-pid, SIGKILL);  // the command is done: its leftovers go too
+      drain_until = Clock::now() + (interrupted ? kDrainWhenStopped : kDrainAfterExit);
+      signal_command(SIGKILL);  // the command is done: its leftovers go too
     }
     const auto now = Clock::now();
     if (fds[0] < 0 && fds[1] < 0 && exited) break;
     if (drain_until && now >= *drain_until) break;
-    if (!exited && !timed_out && now >= deadline) {
-      timed_out = true;
-      ::kill(-pid, SIGTERM);
-      ::kill(-pid, SIGCONT);  // a stopped process must see the TERM
-      kill_at = now + kTermGrace;
+    if (!exited && !interrupted && g_stop_requested) {
+      interrupted = true;
+      stop_command(now, kTermGraceWhenStopped);
     }
-    if (kill_at && now >= *kill_at) ::kill(-pid, SIGKILL);
+    if (!exited && !timed_out && !interrupted && now >= deadline) {
+      timed_out = true;
+      stop_command(now, kTermGrace);
+    }
+    if (kill_at && now >= *kill_at) signal_command(SIGKILL);
     pollfd polls[2];
     nfds_t count = 0;
     for (int fd : fds) {
@@ -161,7 +256,9 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
       const ssize_t n = ::read(polls[i].fd, buffer, sizeof buffer);
       const bool is_out = polls[i].fd == fds[0];
       if (n > 0) {
-        (is_out ? out : err).append(std::string_view(buffer, static_cast<std::size_t>(n)));
+        const std::string_view bytes(buffer, static_cast<std::size_t>(n));
+        (is_out ? out : err).append(bytes);
+        copy_to_stderr(bytes, streaming);
       } else if (n == 0 || errno != EINTR) {
         ::close(polls[i].fd);
         (is_out ? fds[0] : fds[1]) = -1;
@@ -171,12 +268,15 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
   for (int fd : fds) {
     if (fd >= 0) ::close(fd);
   }
-  if (!exited) ::waitpid(pid, &status, 0);
+  if (!exited) {
+    signal_command(SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
 
   const std::string out_text = out.contents();
   const std::string err_text = err.contents();
   Json result = {
-      {"command", *command},
+      {"command", request.command},
       {"exit_code", WIFEXITED(status) ? Json(WEXITSTATUS(status)) : Json(nullptr)},
       {"stdout", to_lossy_utf8(out_text)},
       {"stderr", to_lossy_utf8(err_text)},
@@ -191,9 +291,15 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
   if (!is_valid_utf8(out_text)) result["stdout_base64"] = proto::base64_encode(out_text);
   if (!is_valid_utf8(err_text)) result["stderr_base64"] = proto::base64_encode(err_text);
   if (timed_out) {
-    result["hint"] = "the command ran past " + std::to_string(*timeout_ms) +
+    result["hint"] = "the command ran past " + std::to_string(request.timeout_ms) +
                      " ms and was stopped; output so far is shown. Pass a larger timeout_ms or "
                      "make the command finish sooner";
+  }
+  if (interrupted) {
+    result["interrupted"] = true;
+    result["hint"] =
+        "the command was stopped from outside (the call's timeout or a cancel); output so far "
+        "is shown";
   }
   if (const std::string note = sandbox_note(out_text, err_text);
       !note.empty() && (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
@@ -202,14 +308,70 @@ Result<Json> run_shell(const Worktree& worktree, const Json& raw, const char* to
   return result;
 }
 
+// run_command's and run_command_isolated's arguments, from the model.
+Result<Json> run_model_command(const Worktree& worktree, const Json& raw, const char* tool) {
+  auto args = Arguments::parse(raw, tool, {"command", "timeout_ms", "cwd"});
+  if (!args) return std::move(args).error();
+  ShellRequest request;
+  auto command = args->required_string("command");
+  if (!command) return std::move(command).error();
+  if (command->empty()) {
+    return make_error(errc::invalid_arguments, std::string(tool) + ": command is empty",
+                      "pass a shell command, e.g. \"make -j2\"");
+  }
+  request.command = std::move(*command);
+  auto timeout_ms = args->integer_or("timeout_ms", kDefaultTimeoutMs, 1, kMaxTimeoutMs);
+  if (!timeout_ms) return std::move(timeout_ms).error();
+  request.timeout_ms = *timeout_ms;
+  auto cwd = args->string_or("cwd", ".");
+  if (!cwd) return std::move(cwd).error();
+  request.cwd = std::move(*cwd);
+  return run_shell(worktree, request, tool);
+}
+
+// build's, test's and validate's argument: the command the daemon read from
+// loopr.toml. Only the daemon adds it; the model's schema has no properties.
+Result<Json> run_configured_command(const Worktree& worktree, const Json& raw, const char* tool) {
+  auto args = Arguments::parse(raw, tool, {"command"});
+  if (!args) return std::move(args).error();
+  const std::string hint = std::string("set [commands] ") + tool + " in loopr.toml (e.g. " + tool +
+                           " = \"make -j2\"), or use run_command with the command";
+  if (!args->has("command")) {
+    return make_error(errc::invalid_arguments,
+                      std::string(tool) + ": no " + tool + " command is configured", hint);
+  }
+  auto command = args->required_string("command");
+  if (!command) return std::move(command).error();
+  if (command->empty()) {
+    return make_error(errc::invalid_arguments,
+                      std::string(tool) + ": the configured " + tool + " command is empty", hint);
+  }
+  ShellRequest request;
+  request.command = std::move(*command);
+  request.timeout_ms = kConfiguredCommandTimeoutMs;
+  return run_shell(worktree, request, tool);
+}
+
 }  // namespace
 
 Result<Json> run_command(const Worktree& worktree, const Json& args) {
-  return run_shell(worktree, args, "run_command");
+  return run_model_command(worktree, args, "run_command");
 }
 
 Result<Json> run_command_isolated(const Worktree& worktree, const Json& args) {
-  return run_shell(worktree, args, "run_command_isolated");
+  return run_model_command(worktree, args, "run_command_isolated");
+}
+
+Result<Json> build(const Worktree& worktree, const Json& args) {
+  return run_configured_command(worktree, args, "build");
+}
+
+Result<Json> test(const Worktree& worktree, const Json& args) {
+  return run_configured_command(worktree, args, "test");
+}
+
+Result<Json> validate(const Worktree& worktree, const Json& args) {
+  return run_configured_command(worktree, args, "validate");
 }
 
 }  // namespace loopr::tool

@@ -15,6 +15,9 @@ constexpr std::array kTools = {
     ToolEntry{"grep", &grep},
     ToolEntry{"run_command", &run_command},
     ToolEntry{"run_command_isolated", &run_command_isolated},
+    ToolEntry{"build", &build},
+    ToolEntry{"test", &test},
+    ToolEntry{"validate", &validate},
 };
 
 }  // namespace

@@ -21,5 +21,10 @@ Result<Json> glob(const Worktree& worktree, const Json& args);
 Result<Json> grep(const Worktree& worktree, const Json& args);
 Result<Json> run_command(const Worktree& worktree, const Json& args);
 Result<Json> run_command_isolated(const Worktree& worktree, const Json& args);
+// The heavy lane's configured commands: {"command"} is added by the daemon
+// from loopr.toml [commands], never by the model (run_command.cpp).
+Result<Json> build(const Worktree& worktree, const Json& args);
+Result<Json> test(const Worktree& worktree, const Json& args);
+Result<Json> validate(const Worktree& worktree, const Json& args);
 
 }  // namespace loopr::tool

@@ -49,48 +49,91 @@ Result<Pipe> make_pipe() {
   ::_exit(kSetupFailedStatus);
 }
 
-// The job's main process, which leads its own session and process group.
-// Set once in the job's init process before any handler can run.
-volatile pid_t g_job_main = 0;
-volatile sig_atomic_t g_own_pid_namespace = 1;
-
-void forward_to_job(int signo) {
-  // As PID 1 of the job's namespace, kill(-1) reaches every other process in
-  // it. Without a sandbox there is no namespace, and kill(-1) would reach
-  // every process of the user: only the job's process group is signalled.
-  if (g_own_pid_namespace) {
-    ::kill(-1, signo);
-  } else {
-    ::kill(-g_job_main, signo);
+// One step of the recipe: `step()`, unless the test hook names `point`, in
+// which case the step fails as the kernel would have refused it.
+template <class Step>
+Result<void> run_step(const LaneSandboxSpec& spec, std::string_view point, std::string_view name,
+                      Step&& step) {
+  if (spec.inject_failure == point) {
+    return step_failed(
+        name, "failure injected for testing (--inject-failure " + std::string(point) + ")", EPERM);
   }
+  return step();
 }
 
-// PID 1 of the job: forwards TERM/INT/HUP, reaps everything, and exits with
-// the main process's status (128 + signal if it was killed).
-[[noreturn]] void run_job_init(pid_t main_pid, bool own_pid_namespace) {
+// In a job's process: the step, or the end of the job with its error.
+template <class Step>
+void must(const LaneSandboxSpec& spec, int setup_fd, std::string_view point, std::string_view name,
+          Step&& step) {
+  if (auto r = run_step(spec, point, name, std::forward<Step>(step)); !r)
+    fail_job(setup_fd, r.error());
+}
+
+// With the sandbox off there is no PID namespace: a small init process
+// stands in for one. It forwards TERM/INT/HUP to the job's process group,
+// and when the job's main process exits it kills that group and exits with
+// the main process's status (128 + signal if it was killed). Processes that
+// left the group (setsid) are out of its reach: sandbox = "off" promises no
+// isolation.
+volatile pid_t g_job_main = 0;  // set before any handler can run
+
+void forward_to_job_group(int signo) {
+  ::kill(-g_job_main, signo);
+}
+
+[[noreturn]] void run_unsandboxed_job_init(pid_t main_pid) {
   g_job_main = main_pid;
-  g_own_pid_namespace = own_pid_namespace ? 1 : 0;
   struct sigaction action {};
-  action.sa_handler = forward_to_job;
+  action.sa_handler = forward_to_job_group;
   ::sigemptyset(&action.sa_mask);
   for (int signo : {SIGTERM, SIGINT, SIGHUP})
     ::sigaction(signo, &action, nullptr);
   for (;;) {
     int status = 0;
-    const pid_t pid = ::wait(&status);
+    const pid_t pid = ::waitpid(main_pid, &status, 0);
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) ::_exit(kSetupFailedStatus);
-    if (pid != main_pid) continue;
-    // With a PID namespace the kernel kills the rest when PID 1 exits;
-    // without one, the job's process group is the best there is.
-    if (!own_pid_namespace) ::kill(-main_pid, SIGKILL);
+    ::kill(-main_pid, SIGKILL);
     ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   }
 }
 
+// What the job's process needs for its last steps and exec, prepared in the
+// runner before the clone, so that process does little more than system
+// calls (each page it touches is a copy-on-write fault).
+struct ExecImage {
+  std::vector<std::string> argv_strings;
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  LandlockPolicy landlock;
+};
+
+ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
+  ExecImage image;
+  image.argv_strings = {"loopr-tool", job.tool, "--worktree", job.worktree};
+  LaneFacts facts;
+  facts.lane = spec.lane;
+  facts.job_init = !spec.sandbox_off;
+  facts.network = spec.network || spec.sandbox_off;
+  facts.stream_output = job.stream_output;
+  facts.max_output_bytes = job.max_output_bytes;
+  image.env_strings = job_environment(job.env, facts);
+  for (std::string& arg : image.argv_strings)
+    image.argv.push_back(arg.data());
+  image.argv.push_back(nullptr);
+  for (std::string& entry : image.env_strings)
+    image.envp.push_back(entry.data());
+  image.envp.push_back(nullptr);
+  image.landlock.writable_dirs = {job.worktree, "/tmp", "/dev/shm"};
+  image.landlock.deny_tcp = !spec.network;
+  image.landlock.require_scoping = spec.network;
+  return image;
+}
+
 [[noreturn]] void exec_job_main(const LaneSandbox& lane, int tool_binary, const JobLaunch& job,
-                                int stdin_fd, int stdout_fd, int stderr_fd, int setup_fd,
-                                const SeccompProgram* seccomp) {
+                                const ExecImage& image, int stdin_fd, int stdout_fd, int stderr_fd,
+                                int setup_fd, const SeccompProgram* seccomp) {
   ::setsid();
   // Move every fd the job needs above the ones being assigned, then into
   // place: 0-2 the job's streams, 3 the setup-error pipe, 4 the tool binary.
@@ -115,27 +158,40 @@ void forward_to_job(int signo) {
   }
   const LaneSandboxSpec& spec = lane.spec();
   if (!spec.sandbox_off) {
-    if (auto r = apply_resource_limits(spec.limits); !r) fail_job(kSetupErrorFd, r.error());
-    LandlockPolicy policy;
-    policy.writable_dirs = {job.worktree, "/tmp", "/dev/shm"};
-    policy.deny_tcp = !spec.network;
-    policy.require_scoping = spec.network;
-    if (auto r = restrict_with_landlock(policy); !r) fail_job(kSetupErrorFd, r.error());
-    if (auto r = drop_all_capabilities(); !r) fail_job(kSetupErrorFd, r.error());
-    if (auto r = seccomp->install(); !r) fail_job(kSetupErrorFd, r.error());
+    const int fd = kSetupErrorFd;
+    must(spec, fd, "resource-limits", "resource limits",
+         [&] { return apply_resource_limits(spec.limits); });
+    must(spec, fd, "landlock", "landlock", [&] { return restrict_with_landlock(image.landlock); });
+    must(spec, fd, "capabilities", "drop capabilities", [] { return drop_all_capabilities(); });
+    must(spec, fd, "seccomp", "seccomp", [&] { return seccomp->install(); });
   }
-  const std::vector<std::string> env = job_environment(job.env, spec.lane, job.max_output_bytes);
-  std::vector<char*> envp;
-  for (const std::string& entry : env)
-    envp.push_back(const_cast<char*>(entry.c_str()));
-  envp.push_back(nullptr);
-  std::string argv0 = "loopr-tool";
-  std::string tool = job.tool;
-  std::string flag = "--worktree";
-  std::string worktree = job.worktree;
-  char* argv[] = {argv0.data(), tool.data(), flag.data(), worktree.data(), nullptr};
-  ::syscall(SYS_execveat, kToolBinaryFd, "", argv, envp.data(), AT_EMPTY_PATH);
+  ::syscall(SYS_execveat, kToolBinaryFd, "", image.argv.data(), image.envp.data(), AT_EMPTY_PATH);
   fail_job(kSetupErrorFd, step_failed("exec", "execveat loopr-tool", errno));
+}
+
+// Step 2: the lane's own mount, IPC and UTS namespaces.
+Result<void> enter_lane_namespaces(const LaneSandboxSpec& spec) {
+  if (::unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) != 0) {
+    return step_failed("namespaces", "unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)", errno);
+  }
+  const std::string hostname = "loopr-" + spec.lane;
+  ::sethostname(hostname.c_str(), hostname.size());
+  return {};
+}
+
+// Step 5: the jobs' seccomp program, compiled once for the lane.
+Result<void> compile_seccomp(const LaneSandboxSpec& spec, std::optional<SeccompProgram>& program) {
+  auto compiled = SeccompProgram::compile(/*deny_network=*/!spec.network);
+  if (!compiled) return std::move(compiled).error();
+  program = std::move(*compiled);
+  return {};
+}
+
+// Step 5 too: every job restricts itself with Landlock, so it must be there.
+Result<void> require_landlock(int& abi) {
+  abi = landlock_abi();
+  if (abi < 1) return step_failed("landlock", "Landlock is not available on this kernel");
+  return {};
 }
 
 }  // namespace
@@ -158,23 +214,33 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   }
   if (spec.sandbox_off) return lane;
 
-  if (auto r = enter_user_namespace(); !r) return std::move(r).error();
-  if (::unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS) != 0) {
-    return step_failed("namespaces", "unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)", errno);
+  // 0. the lane's pids cgroup: optional, reported, never fatal
+  if (spec.lane_pids_max > 0) {
+    lane.cgroup_ = join_lane_cgroup(spec.lane, spec.lane_pids_max);
+  } else {
+    lane.cgroup_.description = "no pids cgroup for the lane (not asked for)";
   }
-  const std::string hostname = "loopr-" + spec.lane;
-  ::sethostname(hostname.c_str(), hostname.size());
-  if (!spec.network) {
-    if (auto r = enter_empty_network_namespace(); !r) return std::move(r).error();
+  // 1-5, in order; the first step that fails ends the recipe and names itself.
+  Result<void> done = run_step(spec, "user-namespace", "user namespace", enter_user_namespace);
+  if (done) {
+    done = run_step(spec, "namespaces", "namespaces", [&] { return enter_lane_namespaces(spec); });
   }
-  if (auto r = build_lane_filesystem(lane.spec_.filesystem); !r) return std::move(r).error();
-  auto seccomp = SeccompProgram::compile(/*deny_network=*/!spec.network);
-  if (!seccomp) return std::move(seccomp).error();
-  lane.seccomp_ = std::move(*seccomp);
-  lane.landlock_abi_ = runner::landlock_abi();
-  if (lane.landlock_abi_ < 1) {
-    return step_failed("landlock", "Landlock is not available on this kernel");
+  if (done && !spec.network) {
+    done = run_step(spec, "network-namespace", "network namespace", enter_empty_network_namespace);
   }
+  if (done) {
+    done = run_step(spec, "lane-filesystem", "mount namespace",
+                    [&] { return build_lane_filesystem(lane.spec_.filesystem); });
+  }
+  if (done) {
+    done = run_step(spec, "seccomp-compile", "seccomp",
+                    [&] { return compile_seccomp(spec, lane.seccomp_); });
+  }
+  if (done) {
+    done = run_step(spec, "landlock-check", "landlock",
+                    [&] { return require_landlock(lane.landlock_abi_); });
+  }
+  if (!done) return std::move(done).error();
   return lane;
 }
 
@@ -193,6 +259,7 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
   if (!err) return std::move(err).error();
   if (!setup) return std::move(setup).error();
 
+  const ExecImage image = prepare_exec(spec_, job);
   int pidfd = -1;
   clone_args args{};
   args.flags = CLONE_PIDFD;
@@ -202,25 +269,26 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) return errno_error(errno, "cannot start the job (clone3)", "");
   if (pid == 0) {
-    // The job's PID 1 (or, with the sandbox off, its process-group leader).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across exec: the runner's death ends the job
     const int setup_fd = setup->write.get();
-    if (!spec_.sandbox_off) {
-      if (auto r = build_job_filesystem(job.worktree, spec_.filesystem.writable_roots); !r) {
-        fail_job(setup_fd, r.error());
-      }
-      ::prctl(PR_SET_DUMPABLE, 0);
-    } else {
+    const SeccompProgram* seccomp = seccomp_ ? &*seccomp_ : nullptr;
+    if (spec_.sandbox_off) {
       ::setpgid(0, 0);
+      const pid_t main_pid = ::fork();
+      if (main_pid < 0) fail_job(setup_fd, step_failed("fork", "fork the job's process", errno));
+      if (main_pid == 0) {
+        exec_job_main(*this, tool_binary_.get(), job, image, stdin_fd.get(), out->write.get(),
+                      err->write.get(), setup_fd, seccomp);
+      }
+      ::syscall(SYS_close_range, 3u, ~0u, 0);
+      run_unsandboxed_job_init(main_pid);
     }
-    const pid_t main_pid = ::fork();
-    if (main_pid < 0) fail_job(setup_fd, step_failed("fork", "fork the job's process", errno));
-    if (main_pid == 0) {
-      exec_job_main(*this, tool_binary_.get(), job, stdin_fd.get(), out->write.get(),
-                    err->write.get(), setup_fd, seccomp_ ? &*seccomp_ : nullptr);
-    }
-    ::syscall(SYS_close_range, 3u, ~0u, 0);
-    run_job_init(main_pid, !spec_.sandbox_off);
+    // PID 1 of the job's own PID namespace, and loopr-tool after exec: when
+    // it exits, the kernel kills whatever else of the job is left.
+    must(spec_, setup_fd, "job-filesystem", "mount namespace",
+         [&] { return build_job_filesystem(job.worktree, spec_.filesystem.writable_roots); });
+    exec_job_main(*this, tool_binary_.get(), job, image, stdin_fd.get(), out->write.get(),
+                  err->write.get(), setup_fd, seccomp);
   }
   RunningJob running;
   running.pid = static_cast<pid_t>(pid);

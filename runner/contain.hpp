@@ -1,4 +1,5 @@
 // LaneSandbox: the lane's sandbox, built once by contain(), in this order:
+//   0. the lane's pids cgroup, where the machine allows one  lane_cgroup.hpp
 //   1. user namespace (uid/gid mapped to themselves)      user_namespace.hpp
 //   2. mount, IPC and UTS namespaces
 //   3. no network lanes: an empty network namespace       network_namespace.hpp
@@ -6,45 +7,69 @@
 //   5. the seccomp program, compiled once                  seccomp_filter.hpp
 // and then, per job, start_job() clones a process into new PID and mount
 // namespaces. That process is the job's PID 1: it mounts the job's /proc and
-// read-only .git, then forks the job's main process, which in order
+// read-only .git, then
 //   6. moves to its cwd, gets fds 0-2 only and the allowlisted environment
 //   7. rlimits                                             resource_limits.hpp
 //   8. no_new_privs + Landlock                             landlock.hpp
 //   9. drops every capability                              capabilities.hpp
 //  10. installs seccomp, last, and execs loopr-tool
-// PID 1 forwards SIGTERM to every process of the job and exits when the main
-// process does; the kernel then kills whatever is left in the namespace, so
-// no process outlives its job (setsid, double fork and SIGSTOP included).
+// so loopr-tool itself is the job's PID 1 (one process per job, not two: on
+// the reference VM a second process costs more than all the other steps
+// together). When it exits, the kernel kills everything left in the
+// namespace, so no process outlives its job (setsid, double fork and SIGSTOP
+// included). While it runs a command, loopr-tool acts as the job's init
+// (LOOPR_JOB_INIT=1): it reaps orphans and its TERM and KILL reach every
+// process of the job (kill(-1)). A TERM from the runner reaches a tool that
+// set no handler not at all (the kernel shields a namespace's init), so the
+// runner's KILL after the grace ends it.
 //
 // Fail closed: a step that fails stops the lane (contain) or the job
 // (start_job: the failure arrives on setup_errors and the job never ran).
+// The test hook inject_failure makes one named step fail as if the kernel
+// had refused it, so tests can prove each step fails closed; it can only
+// stop jobs from running, never weaken the sandbox.
 //
 // Threads: contain() and start_job() must run in a single-threaded process.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "runner/lane_cgroup.hpp"
 #include "runner/lane_filesystem.hpp"
 #include "runner/resource_limits.hpp"
 #include "runner/seccomp_filter.hpp"
 
 namespace loopr::runner {
 
+// Steps the test hook can make fail. Lane steps stop the runner (exit 3);
+// job steps make each job end with status error, naming the step.
+inline constexpr std::array<std::string_view, 6> kInjectableLaneSteps = {
+    "user-namespace",  "namespaces",      "network-namespace",
+    "lane-filesystem", "seccomp-compile", "landlock-check"};
+inline constexpr std::array<std::string_view, 5> kInjectableJobSteps = {
+    "job-filesystem", "resource-limits", "landlock", "capabilities", "seccomp"};
+
 struct LaneSandboxSpec {
   std::string lane;
   bool network = false;
   LaneFilesystemSpec filesystem;
   JobLimits limits;
+  // pids.max of the lane's cgroup (step 0); 0: do not try.
+  std::uint64_t lane_pids_max = 0;
   // Explicit opt-out for machines that cannot sandbox at all: jobs then run
   // as plain child processes in their own process group. Logged loudly.
   bool sandbox_off = false;
+  // Test hook: the step of this name (kInjectable*Steps) fails. Empty: none.
+  std::string inject_failure;
 };
 
 struct JobLaunch {
@@ -54,6 +79,7 @@ struct JobLaunch {
   std::string cwd;                         // absolute, inside the worktree
   std::map<std::string, std::string> env;  // filtered by job_environment()
   std::int64_t max_output_bytes = 100'000;
+  bool stream_output = false;  // the lane streams output (LOOPR_STREAM_OUTPUT)
 };
 
 // A started job. The runner owns every fd here.
@@ -75,6 +101,7 @@ class LaneSandbox {
 
   const LaneSandboxSpec& spec() const { return spec_; }
   int landlock_abi() const { return landlock_abi_; }
+  const LaneCgroupReport& cgroup() const { return cgroup_; }
 
  private:
   LaneSandbox() = default;
@@ -83,6 +110,7 @@ class LaneSandbox {
   UniqueFd tool_binary_;
   std::optional<SeccompProgram> seccomp_;
   int landlock_abi_ = 0;
+  LaneCgroupReport cgroup_;
 };
 
 }  // namespace loopr::runner

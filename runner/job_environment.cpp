@@ -20,7 +20,7 @@ bool job_may_receive(const std::string& name) {
 }
 
 std::vector<std::string> job_environment(const std::map<std::string, std::string>& requested,
-                                         const std::string& lane, std::int64_t max_output_bytes) {
+                                         const LaneFacts& facts) {
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"},
       {"HOME", "/tmp"},
@@ -34,8 +34,11 @@ std::vector<std::string> job_environment(const std::map<std::string, std::string
       env[name] = value;
     }
   }
-  env["LOOPR_LANE"] = lane;
-  env["LOOPR_MAX_OUTPUT_BYTES"] = std::to_string(max_output_bytes);
+  env["LOOPR_LANE"] = facts.lane;
+  env["LOOPR_NETWORK"] = facts.network ? "on" : "off";
+  env["LOOPR_MAX_OUTPUT_BYTES"] = std::to_string(facts.max_output_bytes);
+  if (facts.stream_output) env["LOOPR_STREAM_OUTPUT"] = "1";
+  if (facts.job_init) env["LOOPR_JOB_INIT"] = "1";
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [name, value] : env)

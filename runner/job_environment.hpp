@@ -14,10 +14,19 @@ namespace loopr::runner {
 // request is dropped.
 bool job_may_receive(const std::string& name);
 
+// What the runner itself tells loopr-tool about the lane and the job.
+struct LaneFacts {
+  std::string lane;                   // LOOPR_LANE
+  bool network = false;               // LOOPR_NETWORK=on|off
+  bool stream_output = false;         // LOOPR_STREAM_OUTPUT=1 (heavy lane)
+  bool job_init = false;              // LOOPR_JOB_INIT=1: loopr-tool is the job's PID 1
+  std::int64_t max_output_bytes = 0;  // LOOPR_MAX_OUTPUT_BYTES
+};
+
 // "NAME=value" entries: fixed defaults (PATH, HOME=/tmp, TMPDIR, LANG, TERM)
-// overlaid with the allowlisted entries of `requested`, plus what the runner
-// tells loopr-tool itself: LOOPR_LANE and LOOPR_MAX_OUTPUT_BYTES.
+// overlaid with the allowlisted entries of `requested`, plus the runner's own
+// LOOPR_* variables from `facts`, which a request cannot override.
 std::vector<std::string> job_environment(const std::map<std::string, std::string>& requested,
-                                         const std::string& lane, std::int64_t max_output_bytes);
+                                         const LaneFacts& facts);
 
 }  // namespace loopr::runner

@@ -18,6 +18,10 @@ namespace loopr::runner {
 namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+// A result carries both streams, each at most this many bytes, and must fit
+// in one frame even when every byte is a control character that JSON writes
+// as \u00XX (6 bytes): a larger max_output_bytes is lowered to this.
+constexpr std::uint64_t kMaxCapturePerStream = (proto::kMaxFramePayload - (64u << 10)) / 12;
 // Above this many unsent bytes the runner stops reading job output.
 constexpr std::size_t kOutboxHighWater = 4u << 20;
 
@@ -93,7 +97,14 @@ LaneRunner::~LaneRunner() {
 void LaneRunner::send(const proto::RunnerMessage& message) {
   auto frame = proto::encode_frame(proto::to_json(message));
   if (!frame) {
-    std::cerr << "loopr-runner: cannot encode a frame: " << frame.error().message << "\n";
+    std::cerr << "loopr-runner: cannot encode a " << proto::message_type(message)
+              << " frame: " << frame.error().message << "\n";
+    // A job's result must arrive in some form, or the daemon waits for it.
+    if (const auto* result = std::get_if<proto::JobResult>(&message);
+        result != nullptr && result->status != proto::JobStatus::error) {
+      send_error_result(result->job_id,
+                        "the job's result did not fit in a runner frame: " + frame.error().message);
+    }
     return;
   }
   outbox_ += *frame;
@@ -208,14 +219,15 @@ void LaneRunner::start_job(proto::Job job) {
   launch.worktree = job.worktree;
   launch.cwd = job.cwd;
   launch.env = job.env;
-  launch.max_output_bytes =
-      static_cast<std::int64_t>(std::min<std::uint64_t>(job.max_output_bytes, 1ull << 40));
+  const std::uint64_t cap =
+      std::clamp<std::uint64_t>(job.max_output_bytes, 1, kMaxCapturePerStream);
+  launch.max_output_bytes = static_cast<std::int64_t>(cap);
+  launch.stream_output = options_.stream_output;
   auto running = sandbox_.start_job(launch);
   if (!running) return send_error_result(job.job_id, running.error().message);
   set_nonblocking(running->stdout_pipe.get());
   set_nonblocking(running->stderr_pipe.get());
   set_nonblocking(running->setup_errors.get());
-  const std::uint64_t cap = std::max<std::uint64_t>(job.max_output_bytes, 1);
   const auto timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::clamp<std::uint64_t>(job.timeout_ms, 1, 86'400'000)));
   auto active = std::make_unique<ActiveJob>(std::move(job), std::move(*running), cap);

@@ -3,13 +3,15 @@
 //
 // Contract: single-threaded (a poll loop) in the contained runner process;
 // it owns the link fd and every job's fds. Jobs beyond `slots` wait in a FIFO
-// queue. A timed-out or cancelled job gets SIGTERM (forwarded by its PID 1
-// to all its processes), then SIGKILL to its PID 1 after the grace period,
-// which tears down its PID namespace. Output is held within the job's
-// max_output_bytes per stream (OutputCapture); with stream_output (the heavy
-// lane) it is also sent as output_chunk frames as it arrives, and job pipes
-// are not read while the outgoing buffer is above its high-water mark, so a
-// slow daemon slows the job instead of growing the runner.
+// queue. A timed-out or cancelled job gets SIGTERM to its PID 1 (loopr-tool,
+// which stops its command, every process of the job, and reports what it
+// has), then SIGKILL to its PID 1 after the grace period, which tears down
+// its PID namespace. Output is held within the job's max_output_bytes per
+// stream (OutputCapture), lowered if need be so that a result always fits in
+// one frame; with stream_output (the heavy lane) it is also sent as
+// output_chunk frames as it arrives, and job pipes are not read while the
+// outgoing buffer is above its high-water mark, so a slow daemon slows the
+// job instead of growing the runner.
 #pragma once
 
 #include <chrono>

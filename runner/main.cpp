@@ -77,10 +77,19 @@ int main(int argc, char** argv) {
   std::uint64_t max_file_mb = spec.limits.max_file_bytes >> 20;
   app.add_option("--max-file-mb", max_file_mb, "largest file a job may write (RLIMIT_FSIZE)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--max-processes", spec.limits.max_processes, "RLIMIT_NPROC for jobs");
+  app.add_option("--max-processes", spec.limits.max_processes,
+                 "processes per job (RLIMIT_NPROC), and per slot in the lane's pids cgroup");
   app.add_option("--term-grace-ms", grace_ms, "TERM to KILL grace")->check(CLI::Range(0, 60000));
   app.add_option("--sandbox", sandbox_mode, "on, or off (no isolation at all)")
       ->check(CLI::IsMember({"on", "off"}));
+  std::vector<std::string> injectable(loopr::runner::kInjectableLaneSteps.begin(),
+                                      loopr::runner::kInjectableLaneSteps.end());
+  injectable.insert(injectable.end(), loopr::runner::kInjectableJobSteps.begin(),
+                    loopr::runner::kInjectableJobSteps.end());
+  app.add_option("--inject-failure", spec.inject_failure,
+                 "tests only: make this sandbox step fail (it can only stop jobs from running)")
+      ->check(CLI::IsMember(injectable))
+      ->group("");  // not in --help: it is a test hook
   CLI11_PARSE(app, argc, argv);
   if ((link_fd < 0) == socket_path.empty()) {
     std::cerr << "loopr-runner: give exactly one of --fd or --socket\n";
@@ -93,6 +102,9 @@ int main(int argc, char** argv) {
   spec.filesystem.hidden_paths.insert(spec.filesystem.hidden_paths.end(), extra_hidden.begin(),
                                       extra_hidden.end());
   spec.sandbox_off = sandbox_mode == "off";
+  // Every job of the lane counts against one cgroup: each slot's processes,
+  // plus a little for the runner itself.
+  spec.lane_pids_max = spec.limits.max_processes * static_cast<std::uint64_t>(options.slots) + 16;
   if (spec.sandbox_off) {
     std::cerr << "loopr-runner: WARNING: lane " << spec.lane
               << " runs with sandbox = \"off\": jobs are NOT isolated from this machine\n";
@@ -124,6 +136,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     listener.reset();
+  }
+  if (!spec.sandbox_off) {
+    std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox->cgroup().description
+              << "\n";
   }
   loopr::runner::LaneRunner runner(*sandbox, std::move(link), options);
   return runner.serve();

@@ -23,7 +23,7 @@ TEST(JobEnvironment, SecretsAndDaemonVariablesNeverReachAJob) {
                                     {"SSH_AUTH_SOCK", "/tmp/agent"},
                                     {"DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/bus"},
                                     {"LD_PRELOAD", "/tmp/evil.so"}},
-                                   "no-net", 1000);
+                                   {.lane = "no-net", .max_output_bytes = 1000});
   for (const char* name : {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "LOOPR_SOCKET", "SSH_AUTH_SOCK",
                            "DBUS_SESSION_BUS_ADDRESS", "LD_PRELOAD"}) {
     EXPECT_FALSE(has_name(env, name)) << name;
@@ -31,19 +31,38 @@ TEST(JobEnvironment, SecretsAndDaemonVariablesNeverReachAJob) {
 }
 
 TEST(JobEnvironment, AllowlistedValuesPassAndDefaultsAreSet) {
-  const auto env = job_environment({{"CC", "clang"}, {"LANG", "de_DE.UTF-8"}}, "heavy", 4096);
+  const auto env = job_environment(
+      {{"CC", "clang"}, {"LANG", "de_DE.UTF-8"}},
+      {.lane = "heavy", .stream_output = true, .job_init = true, .max_output_bytes = 4096});
   EXPECT_TRUE(has(env, "CC=clang"));
   EXPECT_TRUE(has(env, "LANG=de_DE.UTF-8"));
   EXPECT_TRUE(has(env, "HOME=/tmp"));
   EXPECT_TRUE(has(env, "PATH=/usr/local/bin:/usr/bin:/bin"));
   EXPECT_TRUE(has(env, "LOOPR_LANE=heavy"));
   EXPECT_TRUE(has(env, "LOOPR_MAX_OUTPUT_BYTES=4096"));
+  EXPECT_TRUE(has(env, "LOOPR_NETWORK=off"));
+  EXPECT_TRUE(has(env, "LOOPR_STREAM_OUTPUT=1"));
+  EXPECT_TRUE(has(env, "LOOPR_JOB_INIT=1"));
+}
+
+TEST(JobEnvironment, ALaneThatDoesNotStreamSaysNothingAboutStreamingOrInit) {
+  const auto env = job_environment({}, {.lane = "net", .network = true, .max_output_bytes = 4096});
+  EXPECT_TRUE(has(env, "LOOPR_NETWORK=on"));
+  EXPECT_FALSE(has_name(env, "LOOPR_STREAM_OUTPUT"));
+  EXPECT_FALSE(has_name(env, "LOOPR_JOB_INIT"));
 }
 
 TEST(JobEnvironment, TheRequestCannotOverrideTheRunnersOwnVariables) {
-  const auto env = job_environment({{"LOOPR_LANE", "net"}}, "no-net", 10);
+  const auto env = job_environment({{"LOOPR_LANE", "net"},
+                                    {"LOOPR_NETWORK", "on"},
+                                    {"LOOPR_STREAM_OUTPUT", "1"},
+                                    {"LOOPR_JOB_INIT", "1"}},
+                                   {.lane = "no-net", .max_output_bytes = 10});
   EXPECT_TRUE(has(env, "LOOPR_LANE=no-net"));
   EXPECT_FALSE(has(env, "LOOPR_LANE=net"));
+  EXPECT_TRUE(has(env, "LOOPR_NETWORK=off"));
+  EXPECT_FALSE(has_name(env, "LOOPR_STREAM_OUTPUT"));
+  EXPECT_FALSE(has_name(env, "LOOPR_JOB_INIT"));
 }
 
 }  // namespace

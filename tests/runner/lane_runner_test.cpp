@@ -37,11 +37,16 @@ TEST(LaneRunner, TimeoutStopsTheJobAndKeepsItsPartialOutput) {
   // loopr-tool's own timeout is longer than the job's: the runner must act.
   const auto result = runner.run(
       "run_command", {{"command", "echo started; exec sleep 1000.1111"}, {"timeout_ms", 600000}},
-      /*timeout_ms=*/700);
+      /*timeout_ms=*/2000);
   EXPECT_EQ(result.status, JobStatus::timeout);
   ASSERT_TRUE(result.error.has_value());
-  EXPECT_NE(result.error->find("timeout of 700 ms"), std::string::npos);
+  EXPECT_NE(result.error->find("timeout of 2000 ms"), std::string::npos);
   EXPECT_TRUE(processes_with("sleep 1000.1111").empty());
+  // loopr-tool, stopped by the runner's TERM, still printed what it had.
+  const auto out = json::parse(result.output, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << result.output;
+  EXPECT_EQ(out["stdout"], "started\n");
+  EXPECT_EQ(out["interrupted"], true);
 }
 
 TEST(LaneRunner, CancelEndsARunningJob) {
@@ -56,6 +61,25 @@ TEST(LaneRunner, CancelEndsARunningJob) {
   ASSERT_TRUE(result);
   EXPECT_EQ(result->status, JobStatus::cancelled);
   EXPECT_TRUE(processes_with("sleep 1000.2222").empty());
+}
+
+TEST(LaneRunner, CancelOfAQueuedJobNeverStartsIt) {
+  RunnerOptions options;
+  options.slots = 1;
+  RunnerHarness runner(options);
+  runner.send(runner.job("busy", "run_command", {{"command", "exec sleep 1000.2223"}}));
+  runner.send(runner.job("queued", "run_command", {{"command", "touch started"}}));
+  ASSERT_TRUE(wait_for_process("sleep 1000.2223", std::chrono::seconds(20)));
+  runner.send(proto::Cancel{"queued"});
+  const auto queued = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(queued);
+  EXPECT_EQ(queued->job_id, "queued");
+  EXPECT_EQ(queued->status, JobStatus::cancelled);
+  runner.send(proto::Cancel{"busy"});
+  const auto busy = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->job_id, "busy");
+  EXPECT_FALSE(runner.tree().exists("wt/started"));
 }
 
 TEST(LaneRunner, CancelOfAnUnknownJobSaysNotFound) {
@@ -76,8 +100,13 @@ TEST(LaneRunner, OutputOverTheCapKeepsHeadAndTail) {
   EXPECT_TRUE(result.truncated);
   EXPECT_NE(result.output.find("[output truncated: "), std::string::npos);
   EXPECT_LE(result.output.size(), 2000u + 100u);
-  EXPECT_EQ(result.output.substr(0, 30),
-            std::string("{\"content\":\"     1|line 0\\n  ").substr(0, 30));
+  // Head: the start of loopr-tool's JSON; tail: its end, after the marker.
+  EXPECT_EQ(result.output.rfind("{\"content\":\"     1|line 0\\n     2|line 1\\n", 0), 0u)
+      << result.output.substr(0, 100);
+  const std::string tail = "\"total_lines\":5000}\n";
+  ASSERT_GE(result.output.size(), tail.size());
+  EXPECT_EQ(result.output.substr(result.output.size() - tail.size()), tail);
+  EXPECT_LT(result.output.find("[output truncated: "), result.output.size() - tail.size());
 }
 
 TEST(LaneRunner, JobsBeyondTheSlotsWaitTheirTurn) {
@@ -106,20 +135,81 @@ TEST(LaneRunner, NonUtf8OutputSurvivesTheTrip) {
                                 "b"));
 }
 
-TEST(LaneRunner, HeavyLaneStreamsOutputChunksBeforeTheResult) {
+TEST(LaneRunner, HeavyLaneStreamsOutputChunksAsTheyAreProduced) {
   RunnerOptions options;
   options.lane = "heavy";
   options.stream_output = true;
   RunnerHarness runner(options);
-  runner.send(runner.job("h1", "run_command", {{"command", "echo building"}}));
+  // The command cannot finish before the test has seen its first line.
+  runner.send(runner.job(
+      "h1", "build",
+      {{"command", "echo compiling; while [ ! -e go ]; do sleep 0.01; done; echo linking"}}));
+  std::string streamed;
+  while (streamed.find("compiling") == std::string::npos) {
+    auto message = runner.receive();
+    ASSERT_TRUE(message) << "no output_chunk before the job finished; streamed: " << streamed;
+    ASSERT_FALSE(std::holds_alternative<proto::JobResult>(*message));
+    if (auto* chunk = std::get_if<proto::OutputChunk>(&*message)) {
+      EXPECT_EQ(chunk->job_id, "h1");
+      streamed += chunk->data;
+    }
+  }
+  runner.tree().write("wt/go", "");
+  std::optional<proto::JobResult> result;
+  while (!result) {
+    auto message = runner.receive();
+    ASSERT_TRUE(message);
+    if (auto* chunk = std::get_if<proto::OutputChunk>(&*message)) streamed += chunk->data;
+    if (auto* done = std::get_if<proto::JobResult>(&*message)) result = *done;
+  }
+  EXPECT_NE(streamed.find("linking"), std::string::npos);
+  ASSERT_EQ(result->status, JobStatus::success);
+  EXPECT_EQ(json::parse(result->output)["stdout"], "compiling\nlinking\n");
+}
+
+TEST(LaneRunner, StreamedChunksCarryBytesThatAreNotUtf8Exactly) {
+  RunnerOptions options;
+  options.lane = "heavy";
+  options.stream_output = true;
+  RunnerHarness runner(options);
+  runner.send(runner.job("b1", "build", {{"command", "printf 'a\\377\\376\\000b'"}}));
   std::string streamed;
   for (;;) {
     auto message = runner.receive();
     ASSERT_TRUE(message);
-    if (auto* chunk = std::get_if<proto::OutputChunk>(&*message)) streamed += chunk->data;
+    if (auto* chunk = std::get_if<proto::OutputChunk>(&*message)) {
+      if (chunk->stream == proto::OutputStream::standard_error) streamed += chunk->data;
+    }
     if (std::holds_alternative<proto::JobResult>(*message)) break;
   }
-  EXPECT_NE(streamed.find("building"), std::string::npos);
+  EXPECT_EQ(streamed, std::string("a\xff\xfe\0b", 5));
+}
+
+TEST(LaneRunner, ConfiguredCommandsRunOnTheHeavyLane) {
+  RunnerOptions options;
+  options.lane = "heavy";
+  options.stream_output = true;
+  RunnerHarness runner(options);
+  for (const char* tool : {"build", "test", "validate"}) {
+    const auto result = runner.run(tool, {{"command", "pwd; echo problem >&2; exit 3"}});
+    ASSERT_EQ(result.status, JobStatus::success) << tool << ": " << result.output;
+    const auto out = json::parse(result.output);
+    EXPECT_EQ(out["exit_code"], 3) << tool;
+    EXPECT_EQ(out["stdout"], runner.worktree() + "\n") << tool;
+    EXPECT_EQ(out["stderr"], "problem\n") << tool;
+  }
+}
+
+TEST(LaneRunner, AResultAlwaysFitsInAFrame) {
+  RunnerHarness runner;
+  // Control characters cost 6 bytes each in JSON; with a cap far above the
+  // frame size, the runner lowers the cap rather than lose the result.
+  const auto result =
+      runner.run("run_command", {{"command", "head -c 6000000 /dev/zero | tr '\\0' '\\1'"}}, 60'000,
+                 /*max_output=*/1ull << 40);
+  EXPECT_EQ(result.status, JobStatus::success) << (result.error ? *result.error : "");
+  EXPECT_TRUE(result.truncated);
+  EXPECT_NE(result.output.find("[output truncated: "), std::string::npos);
 }
 
 TEST(LaneRunner, AChildHoldingStdoutOpenDoesNotHangTheJob) {

@@ -52,11 +52,23 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
     argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> env_entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (!options_.env.contains(text.substr(0, text.find('=')))) env_entries.push_back(text);
+  }
+  for (const auto& [name, value] : options_.env)
+    env_entries.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : env_entries)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(pair[1]);
   ::close(err_pipe[1]);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ struct RunnerOptions {
   int term_grace_ms = 300;
   std::vector<std::string> extra_args;
   bool handshake = true;  // send handshake_ack after the runner's handshake
+  // Variables set (or replaced) in the runner's environment, e.g. HOME.
+  std::map<std::string, std::string> env;
 };
 
 class RunnerHarness {

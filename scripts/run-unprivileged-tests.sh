@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs the lane runner test suite as an ordinary user, so the sandbox is
+# proven to build from unprivileged user namespaces too (issue 3: "works as
+# root and as an ordinary user"). Sessions and CI run as root; this script
+# drops to a throwaway system user for the run.
+#
+# Usage (as root): scripts/run-unprivileged-tests.sh [BUILD_DIR] [gtest args...]
+#   BUILD_DIR defaults to build; the binaries must be built already
+#   (runner_test loopr-runner loopr-tool loopr-attack-probe).
+#   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
+#   (useradd --system, no home, no login shell) if it does not exist.
+#
+# It fails, and never skips, when the machine does not allow unprivileged
+# user namespaces: then the unprivileged path is simply not tested, and CI
+# must say so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+[ $# -gt 0 ] && shift
+user=${LOOPR_TEST_USER:-loopr-unpriv}
+binaries=(runner_test loopr-runner loopr-tool loopr-attack-probe)
+
+fail() {
+  echo "run-unprivileged-tests: $*" >&2
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || fail "start me as root: I create a throwaway user and drop to it"
+for binary in "${binaries[@]}"; do
+  [ -x "$build/bin/$binary" ] || fail "$build/bin/$binary is missing; build it first:
+  cmake --build $build --target ${binaries[*]}"
+done
+
+if ! id -u "$user" >/dev/null 2>&1; then
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+fi
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+[ "$uid" -ne 0 ] || fail "user $user has uid 0; pick another with LOOPR_TEST_USER"
+
+# Everything the run needs lives in one fresh folder the user owns: its
+# TMPDIR (the tests' temporary trees) and a copy of the binaries, so the
+# build tree's permissions do not matter.
+work=$(mktemp -d /tmp/loopr-unprivileged.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/bin" "$work/tmp"
+for binary in "${binaries[@]}"; do
+  cp "$build/bin/$binary" "$work/bin/"
+done
+chmod 0755 "$work" "$work/bin"
+chown "$uid:$gid" "$work/tmp"
+chmod 0700 "$work/tmp"
+
+as_user() {
+  setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all \
+    --reset-env env TMPDIR="$work/tmp" LOOPR_BIN_DIR="$work/bin" "$@"
+}
+
+if ! as_user unshare --user --map-current-user true 2>"$work/userns-error"; then
+  fail "unprivileged user namespaces are not available to $user ($(cat "$work/userns-error")).
+The lane sandbox needs them when looprd runs as an ordinary user. Enable them, e.g.
+  sysctl -w kernel.unprivileged_userns_clone=1   (Debian kernels before 6.x)
+  sysctl -w user.max_user_namespaces=15000
+  sysctl -w kernel.apparmor_restrict_unprivileged_userns=0   (Ubuntu 23.10+)
+This is a failure, not a skip: the unprivileged path was not tested."
+fi
+
+echo "== runner_test as $user (uid $uid), TMPDIR=$work/tmp"
+as_user "$work/bin/runner_test" "$@"
