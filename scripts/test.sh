@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything loopr needs and runs the whole test suite:
-#   1. the normal build and every test (unit, property, integration) with ctest;
+#   1. the normal build and every test (unit, property, integration) with ctest,
+#      and, when run as root, the runner suite again as an unprivileged user;
 #   2. a second build under AddressSanitizer + UndefinedBehaviorSanitizer and
 #      the same tests there;
 #   3. a short libFuzzer run of each protocol decoder.
@@ -42,6 +43,18 @@ echo "== build (warnings as errors: $werror)"
 cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" >/dev/null
 cmake --build build
 run_ctest build "tests"
+
+# As root, the sandbox is also proven from unprivileged user namespaces: the
+# runner suite again as a throwaway user. (Run as an ordinary user, the normal
+# run above already is that proof.)
+if [ "$(id -u)" -eq 0 ]; then
+  echo "== runner tests as an unprivileged user"
+  if ./scripts/run-unprivileged-tests.sh build --gtest_brief=1; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+fi
 
 if ! $quick; then
   echo "== build under ASan+UBSan"
