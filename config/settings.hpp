@@ -59,7 +59,8 @@ struct SandboxSettings {
   // the daemon logs it loudly (DESIGN §7.6).
   SandboxMode mode = SandboxMode::on;
   // Folders under which a job's worktree may lie; only the job's own
-  // worktree is made writable. Empty: any worktree the client names.
+  // worktree is made writable. The lane runners bind them once at start.
+  // Empty: every tool call is refused, saying to set this.
   std::vector<std::string> worktree_roots;
   std::vector<std::string> read_paths;    // readable beyond system folders and the worktree
   std::vector<std::string> hidden_paths;  // made unreachable, beyond the daemon's own
