@@ -44,6 +44,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,6 +182,13 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
     ::close(out_pipe[1]);
     return errno_error(errno, "cannot create a pipe", "");
   }
+  // The lane's address-space limit, set by the runner: loopr-tool carries it
+  // already in normal builds (then this is the same value again); in sanitizer
+  // builds only the command gets it (runner/resource_limits.cpp).
+  rlim_t memory_limit = 0;
+  if (const char* mb = std::getenv("LOOPR_MEMORY_LIMIT_MB")) {
+    memory_limit = static_cast<rlim_t>(std::strtoull(mb, nullptr, 10)) << 20;
+  }
   catch_stop_signals();
   const auto started = Clock::now();
   const pid_t pid = ::fork();
@@ -192,6 +200,10 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
     if (::fchdir(cwd->get()) != 0 || devnull < 0 || ::dup2(devnull, 0) < 0 ||
         ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
       ::_exit(127);
+    }
+    if (memory_limit != 0) {
+      const rlimit limit{memory_limit, memory_limit};
+      if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(126);
     }
     ::execl("/bin/sh", "sh", "-c", request.command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);

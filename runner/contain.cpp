@@ -118,6 +118,7 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
   facts.network = spec.network || spec.sandbox_off;
   facts.stream_output = job.stream_output;
   facts.max_output_bytes = job.max_output_bytes;
+  facts.memory_mb = spec.limits.max_address_space_mb;
   image.env_strings = job_environment(job.env, facts);
   for (std::string& arg : image.argv_strings)
     image.argv.push_back(arg.data());

@@ -38,6 +38,7 @@ std::vector<std::string> job_environment(const std::map<std::string, std::string
   env["LOOPR_NETWORK"] = facts.network ? "on" : "off";
   env["LOOPR_MAX_OUTPUT_BYTES"] = std::to_string(facts.max_output_bytes);
   if (facts.stream_output) env["LOOPR_STREAM_OUTPUT"] = "1";
+  if (facts.memory_mb != 0) env["LOOPR_MEMORY_LIMIT_MB"] = std::to_string(facts.memory_mb);
   if (facts.job_init) env["LOOPR_JOB_INIT"] = "1";
   std::vector<std::string> out;
   out.reserve(env.size());

@@ -21,6 +21,7 @@ struct LaneFacts {
   bool stream_output = false;         // LOOPR_STREAM_OUTPUT=1 (heavy lane)
   bool job_init = false;              // LOOPR_JOB_INIT=1: loopr-tool is the job's PID 1
   std::int64_t max_output_bytes = 0;  // LOOPR_MAX_OUTPUT_BYTES
+  std::uint64_t memory_mb = 0;        // LOOPR_MEMORY_LIMIT_MB (0: none); see resource_limits.hpp
 };
 
 // "NAME=value" entries: fixed defaults (PATH, HOME=/tmp, TMPDIR, LANG, TERM)

@@ -178,6 +178,7 @@ void FakeDaemon::loop() {
       return;
     }
     if (fds[0].revents != 0) return;
+    const std::size_t polled = clients.size();  // fds[2..] are these, not the one accepted below
     if (fds[1].revents != 0) {
       UniqueFd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (accepted) {
@@ -188,7 +189,7 @@ void FakeDaemon::loop() {
       }
     }
     std::vector<std::size_t> finished;
-    for (std::size_t i = 0; i < clients.size(); ++i) {
+    for (std::size_t i = 0; i < polled; ++i) {
       if (fds[i + 2].revents == 0) continue;
       Connection& client = clients[i];
       char buffer[65536];

@@ -31,9 +31,12 @@ TEST(JobEnvironment, SecretsAndDaemonVariablesNeverReachAJob) {
 }
 
 TEST(JobEnvironment, AllowlistedValuesPassAndDefaultsAreSet) {
-  const auto env = job_environment(
-      {{"CC", "clang"}, {"LANG", "de_DE.UTF-8"}},
-      {.lane = "heavy", .stream_output = true, .job_init = true, .max_output_bytes = 4096});
+  const auto env =
+      job_environment({{"CC", "clang"}, {"LANG", "de_DE.UTF-8"}}, {.lane = "heavy",
+                                                                   .stream_output = true,
+                                                                   .job_init = true,
+                                                                   .max_output_bytes = 4096,
+                                                                   .memory_mb = 512});
   EXPECT_TRUE(has(env, "CC=clang"));
   EXPECT_TRUE(has(env, "LANG=de_DE.UTF-8"));
   EXPECT_TRUE(has(env, "HOME=/tmp"));
@@ -43,6 +46,7 @@ TEST(JobEnvironment, AllowlistedValuesPassAndDefaultsAreSet) {
   EXPECT_TRUE(has(env, "LOOPR_NETWORK=off"));
   EXPECT_TRUE(has(env, "LOOPR_STREAM_OUTPUT=1"));
   EXPECT_TRUE(has(env, "LOOPR_JOB_INIT=1"));
+  EXPECT_TRUE(has(env, "LOOPR_MEMORY_LIMIT_MB=512"));
 }
 
 TEST(JobEnvironment, ALaneThatDoesNotStreamSaysNothingAboutStreamingOrInit) {
