@@ -20,6 +20,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   ripgrep bubblewrap hyperfine util-linux
+  # commands the attack tests run inside jobs (curl for the no-net refusal)
+  curl
   # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator
   json-schema-test-suite
 )
