@@ -55,7 +55,8 @@ std::string describe_exit(int status) {
 // fork + exec of the runner. The daemon is single-threaded (one io thread, no
 // helper threads), so the child may allocate; it still only calls what exec
 // needs. Every fd of the daemon is O_CLOEXEC, so the runner inherits exactly
-// 0 (/dev/null), 1 and 2 (the stderr pipe) and 3 (the link).
+// 0 (/dev/null), 1 and 2 (the stderr pipe) and 3 (the link); close_range
+// removes anything a library opened without O_CLOEXEC.
 Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -92,6 +93,9 @@ Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
         ::dup2(err, 2) < 0 || ::dup2(link, 3) < 0) {
       ::_exit(127);
     }
+    // asio opens some fds without O_CLOEXEC (its signal pipe): close all
+    // but 0-3 so the runner holds exactly what it is given (Linux >= 5.9).
+    ::close_range(4, ~0U, 0);
     ::execv(args[0], args.data());
     const char* message = "looprd: cannot exec the lane runner\n";
     [[maybe_unused]] auto ignored = ::write(2, message, std::strlen(message));
