@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,7 +70,9 @@ bool TempTree::exists(std::string_view relative) const {
   return ::lstat(path(relative).c_str(), &st) == 0;
 }
 
-void TempTree::mkdir(std::string_view relative) const { fs::create_directories(path(relative)); }
+void TempTree::mkdir(std::string_view relative) const {
+  fs::create_directories(path(relative));
+}
 
 void TempTree::symlink(std::string_view target, std::string_view relative) const {
   const fs::path link = path(relative);
@@ -90,7 +93,8 @@ std::string drain(int fd) {
   std::string out;
   char buffer[65536];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<size_t>(n));
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<size_t>(n));
   return out;
 }
 
@@ -123,7 +127,14 @@ ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
   if (rc != 0) throw std::runtime_error("cannot spawn " + binary);
 
   // Feed stdin on a thread so a large input cannot deadlock against output.
+  // loopr-tool may exit without reading stdin (a usage error): SIGPIPE is
+  // blocked on this thread only, so that write fails with EPIPE instead of
+  // killing the test; the pending thread-directed signal dies with the thread.
   std::thread feeder([fd = in_pipe[1], text = std::string(stdin_text)] {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
     std::size_t done = 0;
     while (done < text.size()) {
       const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

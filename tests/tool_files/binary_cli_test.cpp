@@ -66,6 +66,11 @@ TEST(LooprToolBinary, UnknownToolAndMissingWorktreeAreUsageErrors) {
   const auto missing =
       run_loopr_tool("read_file", tree.path("no-such-dir"), std::string_view("{}"));
   EXPECT_EQ(missing.exit_code, 2);
+  // loopr-tool refuses before reading stdin; a megabyte of it still left
+  // unread must not matter to the caller (this once killed the test by SIGPIPE).
+  const std::string megabyte(1 << 20, ' ');
+  const auto unread = run_loopr_tool("rm_rf", tree.root(), std::string_view(megabyte));
+  EXPECT_EQ(unread.exit_code, 2);
 }
 
 }  // namespace
