@@ -10,6 +10,7 @@
 #include "client/daemon_process.hpp"
 #include "client/metrics_view.hpp"
 #include "client/text_format.hpp"
+#include "common/private_folder.hpp"
 
 namespace loopr::client {
 namespace {
@@ -114,7 +115,7 @@ int run_daemon_start(const CommandContext& context, const DaemonStartOptions& op
 
   auto binary = locate_looprd(options.looprd);
   if (!binary) return context.fail(binary.error());
-  if (auto made = make_private_directories(context.paths.state_dir); !made) {
+  if (auto made = make_private_folders(context.paths.state_dir); !made) {
     return context.fail(made.error());
   }
   const std::string log = log_path(context);

@@ -71,23 +71,6 @@ Result<std::string> locate_looprd(const std::string& explicit_path) {
   return path;
 }
 
-Result<void> make_private_directories(const std::string& path) {
-  const fs::path target = fs::path(path).lexically_normal();
-  fs::path current;
-  for (const fs::path& part : target) {
-    current /= part;
-    if (::mkdir(current.c_str(), 0700) != 0 && errno != EEXIST) {
-      return errno_error(errno, "create the folder", current.string());
-    }
-  }
-  struct stat info {};
-  if (::stat(target.c_str(), &info) != 0) return errno_error(errno, "stat", target.string());
-  if (!S_ISDIR(info.st_mode)) {
-    return make_error(errc::not_directory, target.string() + " exists and is not a folder");
-  }
-  return {};
-}
-
 Result<pid_t> spawn_detached(const std::vector<std::string>& argv, const std::string& log_path) {
   if (argv.empty()) return make_error(errc::internal, "spawn_detached: no program");
   SpawnSetup setup;

@@ -19,10 +19,6 @@ namespace loopr::client {
 // executable.
 Result<std::string> locate_looprd(const std::string& explicit_path);
 
-// Creates `path` and its missing parents with mode 0700 (existing folders
-// keep their mode).
-Result<void> make_private_directories(const std::string& path);
-
 // Spawns argv[0] with `argv` in a new session (setsid: no controlling
 // terminal, not in the caller's process group), working directory "/",
 // stdin /dev/null, stdout and stderr appended to `log_path` (created 0600),

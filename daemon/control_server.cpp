@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
 #include "proto/line_codec.hpp"
 
@@ -41,22 +42,11 @@ bool someone_listens(const std::string& path) {
 }  // namespace
 
 void ensure_private_folder(const std::string& folder) {
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) throw StartupError("cannot create the folder " + folder + ": " + ec.message());
-  struct stat st {};
-  if (::lstat(folder.c_str(), &st) != 0) {
-    throw StartupError("cannot inspect " + folder + ": " + std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) throw StartupError(folder + " is not a folder");
-  if (st.st_uid != ::geteuid()) {
-    throw StartupError("the folder " + folder + " belongs to uid " + std::to_string(st.st_uid) +
-                       ", not to you (uid " + std::to_string(::geteuid()) +
-                       "); someone may be trying to intercept loopr's socket. Remove it, or "
-                       "choose another place with --socket");
-  }
-  if ((st.st_mode & 077) != 0 && ::chmod(folder.c_str(), 0700) != 0) {
-    throw StartupError("cannot make " + folder + " private (chmod 0700): " + std::strerror(errno));
+  auto made = make_private_folders(folder);
+  if (made) made = require_private_folder(folder);
+  if (!made) {
+    throw StartupError(made.error().message +
+                       (made.error().hint.empty() ? "" : "; " + made.error().hint));
   }
 }
 
@@ -112,6 +102,7 @@ asio::awaitable<void> ControlServer::accept_loop() {
       }
       continue;
     }
+    if (!accepting_) co_return;  // stopped while this accept completed: the socket closes
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
     ucred peer{};
     socklen_t length = sizeof peer;

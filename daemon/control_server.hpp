@@ -50,9 +50,10 @@ class ControlServer {
   bool accepting_ = false;
 };
 
-// Creates `folder` (and missing parents) and makes sure it is private: owned
-// by this uid and mode 0700. Throws StartupError naming the folder and what
-// is wrong with it (another owner: refuse; wider mode of our own: tightened).
+// Creates `folder` (missing components 0700) and makes sure it is private:
+// owned by this uid, writable by no one else. A folder loopr did not create is
+// never chmod'ed: one that others can write is refused. Throws StartupError
+// naming the folder, what is wrong with it and what to do.
 void ensure_private_folder(const std::string& folder);
 
 }  // namespace loopr::daemon

@@ -14,6 +14,7 @@
 #include <new>
 #include <utility>
 
+#include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
 
 namespace loopr::daemon {
@@ -155,20 +156,13 @@ constexpr const char* kLeftUnchanged =
 // mkdir -p with mode 0700 for every component it creates.
 void make_state_dir(const std::string& dir) {
   if (dir.empty()) fail("the state directory is empty; set --state-dir or LOOPR_STATE_DIR");
-  for (std::size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
-    const std::string prefix = dir.substr(0, end);
-    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      const int err = errno;
-      fail("cannot create the state directory '" + dir + "': mkdir '" + prefix +
-           "': " + std::strerror(err) +
-           "; create it or point --state-dir (LOOPR_STATE_DIR) at a writable directory");
+  if (auto made = make_private_folders(dir); !made) {
+    if (made.error().code == errc::not_directory) {
+      fail("the state directory '" + dir +
+           "' is not a directory; point --state-dir (LOOPR_STATE_DIR) at a directory");
     }
-    if (end == std::string::npos) break;
-  }
-  struct stat info {};
-  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    fail("the state directory '" + dir +
-         "' is not a directory; point --state-dir (LOOPR_STATE_DIR) at a directory");
+    fail("cannot create the state directory '" + dir + "': " + made.error().message +
+         "; create it or point --state-dir (LOOPR_STATE_DIR) at a writable directory");
   }
 }
 
