@@ -1,6 +1,30 @@
 #include "daemon/approval_gate.hpp"
 
+#include "common/utf8.hpp"
+
 namespace loopr::daemon {
+
+nlohmann::json abbreviated_for_display(const nlohmann::json& args) {
+  if (args.is_string()) {
+    const auto& text = args.get_ref<const std::string&>();
+    if (text.size() <= kMaxShownStringBytes) return args;
+    return text.substr(0, utf8_safe_prefix(text, kMaxShownStringBytes)) + "... [" +
+           std::to_string(text.size()) + " bytes in all]";
+  }
+  if (args.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, value] : args.items())
+      out[key] = abbreviated_for_display(value);
+    return out;
+  }
+  if (args.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& value : args)
+      out.push_back(abbreviated_for_display(value));
+    return out;
+  }
+  return args;
+}
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -22,7 +46,9 @@ nlohmann::json ApprovalGate::describe(const std::string& id, const Pending& pend
 
 asio::awaitable<ApprovalDecision> ApprovalGate::request(ApprovalRequest request,
                                                         std::chrono::milliseconds timeout) {
+  if (closed_) co_return ApprovalDecision{false, true, *closed_};
   const std::string id = "a-" + std::to_string(next_id_++);
+  request.args = abbreviated_for_display(request.args);
   auto pending = std::make_shared<Pending>(
       Pending{std::move(request), unix_ms(), 0, std::nullopt, Wakeup(executor_)});
   pending->expires_at_ms = pending->requested_at_ms + timeout.count();
@@ -52,7 +78,7 @@ Result<void> ApprovalGate::decide(const std::string& id, bool approved, std::str
                       "list the pending ones with approval.list (looprctl approvals); it may "
                       "have timed out or been decided already");
   }
-  it->second->decision = ApprovalDecision{approved, std::move(reason)};
+  it->second->decision = ApprovalDecision{approved, false, std::move(reason)};
   it->second->decided.notify();
   return {};
 }
@@ -60,7 +86,7 @@ Result<void> ApprovalGate::decide(const std::string& id, bool approved, std::str
 bool ApprovalGate::cancel_call(const std::string& call_id, const std::string& reason) {
   for (auto& [id, pending] : pending_) {
     if (pending->request.call_id == call_id && !pending->decision) {
-      pending->decision = ApprovalDecision{false, reason};
+      pending->decision = ApprovalDecision{false, true, reason};
       pending->decided.notify();
       return true;
     }
@@ -71,10 +97,15 @@ bool ApprovalGate::cancel_call(const std::string& call_id, const std::string& re
 void ApprovalGate::deny_all(const std::string& reason) {
   for (auto& [id, pending] : pending_) {
     if (!pending->decision) {
-      pending->decision = ApprovalDecision{false, reason};
+      pending->decision = ApprovalDecision{false, true, reason};
       pending->decided.notify();
     }
   }
+}
+
+void ApprovalGate::close(const std::string& reason) {
+  closed_ = reason;
+  deny_all(reason);
 }
 
 nlohmann::json ApprovalGate::pending_json() const {

@@ -26,14 +26,23 @@ struct ApprovalRequest {
   std::string tool;
   std::string lane;
   std::string tier;
-  nlohmann::json args;
+  nlohmann::json args;  // shown to the user: long strings are cut (abbreviated_for_display)
   std::string worktree;
 };
 
 struct ApprovalDecision {
   bool approved = false;
+  // No one decided: the call was cancelled or looprd is shutting down.
+  bool withdrawn = false;
   std::string reason;  // why it was denied ("timed out after 300 s", the user's words)
 };
+
+// A copy of `args` for a person to judge: every string longer than
+// kMaxShownStringBytes keeps its head and says how long it was, so an
+// approval of a 10 MB write_file stays a small event. Depth is bounded by the
+// schema-validated arguments it is given.
+inline constexpr std::size_t kMaxShownStringBytes = 4096;
+nlohmann::json abbreviated_for_display(const nlohmann::json& args);
 
 class ApprovalGate {
  public:
@@ -50,6 +59,8 @@ class ApprovalGate {
   // Denies the pending approval of a call (tool.cancel, shutdown).
   bool cancel_call(const std::string& call_id, const std::string& reason);
   void deny_all(const std::string& reason);
+  // Withdraws every pending request and every later one (shutdown).
+  void close(const std::string& reason);
 
   // [{id, call_id, tool, lane, tier, args, worktree, requested_at_ms, expires_at_ms}]
   nlohmann::json pending_json() const;
@@ -68,6 +79,7 @@ class ApprovalGate {
   asio::any_io_executor executor_;
   EventBus& events_;
   std::map<std::string, std::shared_ptr<Pending>> pending_;
+  std::optional<std::string> closed_;  // why no request is taken any more
   std::uint64_t next_id_ = 1;
 };
 

@@ -1,5 +1,6 @@
 #include "daemon/client_session.hpp"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <asio/co_spawn.hpp>
@@ -12,6 +13,18 @@ namespace loopr::daemon {
 
 using asio::redirect_error;
 using asio::use_awaitable;
+
+namespace {
+
+// After EOF on read: true if the peer closed its socket altogether, false if
+// it only shut down its sending side and still reads. Linux reports POLLHUP
+// on a Unix stream socket only once both directions are shut.
+bool peer_hung_up(int fd) {
+  pollfd probe{fd, POLLOUT, 0};
+  return ::poll(&probe, 1, 0) == 1 && (probe.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace
 
 ClientSession::ClientSession(asio::local::stream_protocol::socket socket, std::uint64_t id,
                              RequestDispatcher dispatcher, std::size_t max_queued_bytes)
@@ -93,6 +106,11 @@ asio::awaitable<void> ClientSession::reader() {
     std::error_code ec;
     const std::size_t n =
         co_await socket_.async_read_some(asio::buffer(buffer), redirect_error(use_awaitable, ec));
+    if (ec == asio::error::eof && !peer_hung_up(socket_.native_handle())) {
+      // Half-closed: every request is in; answer them, then close.
+      close_after_flush();
+      co_return;
+    }
     if (ec) {
       close(ec == asio::error::eof ? "it closed the connection" : ec.message());
       co_return;
@@ -119,7 +137,7 @@ asio::awaitable<void> ClientSession::reader() {
         request_done_.reset();
         co_await request_done_.wait();
       }
-      if (closed_) co_return;
+      if (closed_ || closing_) co_return;
       ++in_flight_;
       asio::co_spawn(
           socket_.get_executor(),
@@ -135,13 +153,14 @@ asio::awaitable<void> ClientSession::handle(proto::Request request) {
   --in_flight_;
   request_done_.notify();
   send(response);
+  if (closing_) wake_writer_.notify();
 }
 
 asio::awaitable<void> ClientSession::writer() {
   auto self = shared_from_this();
   while (!closed_) {
     if (outbox_.empty()) {
-      if (closing_) {
+      if (closing_ && in_flight_ == 0) {
         close("");
         co_return;
       }

@@ -46,7 +46,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void send(const proto::Response& response);
   // Closes at once; queued lines are dropped.
   void close(const std::string& why);
-  // Closes once everything queued so far is written.
+  // Stops taking requests; closes once every running request has been
+  // answered and everything queued is written.
   void close_after_flush();
   bool closed() const { return closed_; }
 

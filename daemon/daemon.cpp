@@ -64,7 +64,8 @@ Daemon::Daemon(DaemonOptions options)
   methods_ = std::make_unique<MethodRegistry>(
       DaemonServices{*router_, approvals_, events_, metrics_, lanes,
                      [this] { return server_ ? server_->client_count() : 0; },
-                     [this] { request_shutdown("daemon.shutdown"); }, started_});
+                     [this] { request_shutdown("daemon.shutdown"); }, started_,
+                     [this] { return shutting_down_; }});
   server_ = std::make_unique<ControlServer>(
       io_, options_.paths.socket_path,
       [this](ClientSession& session, proto::Request request) {
@@ -75,6 +76,10 @@ Daemon::Daemon(DaemonOptions options)
     session.on_close = [this](ClientSession& closed) {
       if (closed.subscription) events_.unsubscribe(*closed.subscription);
       reads_.forget_session(closed.name());
+      // No one is left to read their results.
+      if (const std::size_t cancelled = router_->cancel_calls_of_client(closed.id())) {
+        spdlog::info("{} went away: {} of its calls cancelled", closed.name(), cancelled);
+      }
     };
   };
   server_->listen();
@@ -173,17 +178,25 @@ void Daemon::request_shutdown(const std::string& why) {
   asio::co_spawn(io_, shut_down(), asio::detached);
 }
 
+// Order: no new clients or requests; pending approvals withdrawn; the lanes
+// stop in parallel (queued calls are cancelled, running ones stopped, each
+// answered with a shutdown error); then every session closes once its
+// replies are written. A client that does not read gets a second.
 asio::awaitable<void> Daemon::shut_down() {
   server_->stop_accepting();
-  approvals_.deny_all("looprd is shutting down");
-  for (auto& lane : lanes_)
-    co_await lane->stop(std::chrono::seconds(2));
+  approvals_.close("looprd is shutting down");
+  std::size_t lanes_running = lanes_.size();
+  Wakeup lanes_stopped(io_.get_executor());
+  for (auto& lane : lanes_) {
+    asio::co_spawn(io_, lane->stop(std::chrono::seconds(2)), [&](std::exception_ptr) {
+      if (--lanes_running == 0) lanes_stopped.notify();
+    });
+  }
+  if (lanes_running > 0) co_await lanes_stopped.wait();
   server_->close_sessions();
   std::error_code ignored;
   signals_.cancel(ignored);
   reload_signal_.cancel(ignored);
-  // Sessions close once their last replies are written; a client that does
-  // not read gets a second, then the daemon stops regardless.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   asio::steady_timer tick(io_);
   while (server_->client_count() > 0 && std::chrono::steady_clock::now() < deadline) {

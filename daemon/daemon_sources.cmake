@@ -8,6 +8,7 @@ add_library(loopr_daemon STATIC
   logging.cpp
   methods.cpp
   metrics.cpp
+  path_locks.cpp
   read_tracker.cpp
   runner_link.cpp
   systemd_notify.cpp

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,6 +89,10 @@ void tell_parent(loopr::UniqueFd& ready_write, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Other processes of the user (a job's escape, a stray debugger) may not
+  // ptrace looprd or read its memory and /proc files: it holds API keys and
+  // the control of every lane. The runners it execs are dumpable again.
+  ::prctl(PR_SET_DUMPABLE, 0);
   CLI::App app{"looprd: the loopr daemon — routes tool calls to sandboxed lane runners"};
   bool foreground = false;
   loopr::config::PathFlags flags;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "proto/control_messages.hpp"
@@ -22,6 +23,48 @@ Error rpc_error(proto::ControlErrorCode code, std::string message, std::string h
 
 Error invalid_params(std::string message, std::string hint = {}) {
   return rpc_error(proto::ControlErrorCode::invalid_params, std::move(message), std::move(hint));
+}
+
+// tool.batch: one model turn's calls. Its reply is one line (16 MiB at
+// most): past kMaxBatchReplyBytes the largest outputs are dropped, each with
+// an error saying to run that call alone.
+constexpr std::size_t kMaxBatchCalls = 64;
+constexpr std::size_t kMaxBatchReplyBytes = std::size_t{12} * 1024 * 1024;
+constexpr std::size_t kMaxToolNameBytes = 256;
+
+// Ties a call to the connection that made it: cancelled when it disconnects.
+void bind_to_session(ToolCallRequest& request, ClientSession& session) {
+  request.client_id = session.id();
+  std::weak_ptr<ClientSession> weak = session.shared_from_this();
+  request.caller_gone = [weak] {
+    auto live = weak.lock();
+    return !live || live->closed();
+  };
+}
+
+void fit_batch_reply(json& results) {
+  std::vector<std::size_t> sizes;
+  std::size_t total = 0;
+  for (const json& result : results) {
+    sizes.push_back(result.dump().size());
+    total += sizes.back();
+  }
+  while (total > kMaxBatchReplyBytes) {
+    const auto largest =
+        static_cast<std::size_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+    json& result = results[largest];
+    const std::size_t was = sizes[largest];
+    result["output"] = nullptr;
+    result["ok"] = false;
+    result["error"] = make_error(errc::too_large,
+                                 "this call ran, but its output (" + std::to_string(was) +
+                                     " bytes) did not fit in the batch's reply",
+                                 "run this call alone to see its output")
+                          .to_json();
+    sizes[largest] = result.dump().size();
+    total = total - was + sizes[largest];
+    if (sizes[largest] >= was) break;  // nothing left to drop
+  }
 }
 
 const std::vector<std::string_view> kEventTopics = {
@@ -72,6 +115,13 @@ asio::awaitable<proto::Response> MethodRegistry::dispatch(ClientSession& session
         id,
         proto::ControlError{static_cast<int>(proto::ControlErrorCode::invalid_request),
                             "send initialize {client, version} before " + request.method, nullptr});
+  }
+  if (services_.shutting_down && services_.shutting_down() && request.method != "ping" &&
+      request.method != "daemon.shutdown") {
+    co_return proto::Response::failure(
+        id, proto::control_error_from(make_error(
+                "shutting_down", "looprd is shutting down and takes no new " + request.method,
+                "start it again (looprctl daemon start) and repeat the request")));
   }
   std::optional<Error> failure;
   try {
@@ -130,6 +180,7 @@ asio::awaitable<Result<json>> MethodRegistry::tool_call(ClientSession& session,
   request.worktree = std::move(parsed->worktree);
   request.session = parsed->loop_id ? "loop:" + *parsed->loop_id : session.name();
   request.timeout_ms = parsed->timeout_ms;
+  bind_to_session(request, session);
   ToolCallOutcome outcome = co_await services_.router.call(std::move(request));
   co_return outcome.to_json();
 }
@@ -138,6 +189,11 @@ asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
                                                          const json& params) {
   if (!params.contains("calls") || !params["calls"].is_array() || params["calls"].empty()) {
     co_return invalid_params("tool.batch needs `calls`, a non-empty array of {tool, args}");
+  }
+  if (params["calls"].size() > kMaxBatchCalls) {
+    co_return invalid_params("tool.batch takes at most " + std::to_string(kMaxBatchCalls) +
+                                 " calls, got " + std::to_string(params["calls"].size()),
+                             "split the calls into several batches");
   }
   if (!params.contains("worktree") || !params["worktree"].is_string()) {
     co_return invalid_params("tool.batch needs `worktree`, an absolute path");
@@ -151,15 +207,19 @@ asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
   std::size_t index = 0;
   for (const json& call : params["calls"]) {
     if (!call.is_object() || !call.contains("tool") || !call["tool"].is_string() ||
+        call["tool"].get_ref<const std::string&>().empty() ||
+        call["tool"].get_ref<const std::string&>().size() > kMaxToolNameBytes ||
         (call.contains("args") && !call["args"].is_object())) {
       co_return invalid_params("calls[" + std::to_string(index) +
-                               "] must be {tool: string, args?: object}");
+                               "] must be {tool: string of 1 to " +
+                               std::to_string(kMaxToolNameBytes) + " bytes, args?: object}");
     }
     ToolCallRequest request;
     request.tool = call["tool"].get<std::string>();
     request.args = call.value("args", json::object());
     request.worktree = params["worktree"].get<std::string>();
     request.session = scope;
+    bind_to_session(request, session);
     requests.push_back(std::move(request));
     ++index;
   }
@@ -167,6 +227,7 @@ asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
   json results = json::array();
   for (const auto& outcome : outcomes)
     results.push_back(outcome.to_json());
+  fit_batch_reply(results);
   co_return json{{"results", std::move(results)}};
 }
 
@@ -204,6 +265,9 @@ asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& se
                                                                const json& params) {
   auto parsed = proto::parse_subscribe_params(params);
   if (!parsed) co_return std::move(parsed).error();
+  // A session that closed while this request was queued has already run its
+  // on_close (which unsubscribes): subscribing now would leak.
+  if (session.closed()) co_return make_error("cancelled", "the connection is closed");
   for (const std::string& topic : parsed->topics) {
     if (std::find(kEventTopics.begin(), kEventTopics.end(), topic) == kEventTopics.end()) {
       std::string known;

@@ -34,6 +34,9 @@ struct DaemonServices {
   std::function<std::size_t()> client_count;
   std::function<void()> request_shutdown;
   std::chrono::steady_clock::time_point started;
+  // True once looprd is shutting down: new requests other than ping are
+  // refused, so nothing starts that would be cut off.
+  std::function<bool()> shutting_down;
 };
 
 inline constexpr const char* kDaemonVersion = "0.1.0";

@@ -54,6 +54,31 @@ void ReadTracker::forget(const std::string& name, const std::string& worktree,
   it->second.hashes.erase(entry);
 }
 
+void ReadTracker::forget_beneath(const std::string& name, const std::string& worktree,
+                                 const std::string& folder) {
+  auto it = sessions_.find(name);
+  if (it == sessions_.end()) return;
+  Session& s = it->second;
+  auto erase_entry = [&s](auto entry) {
+    s.by_age.erase(entry->second.second);
+    return s.hashes.erase(entry);
+  };
+  const bool whole_worktree = folder.empty() || folder == ".";
+  if (!whole_worktree) {
+    if (auto exact = s.hashes.find(key_of(worktree, folder)); exact != s.hashes.end()) {
+      erase_entry(exact);
+    }
+  }
+  // Keys are "worktree NUL path", so the files beneath a folder are one
+  // contiguous range of the map, starting at "worktree NUL folder/";
+  // "folder2/x" sorts outside it.
+  const std::string prefix = key_of(worktree, whole_worktree ? "" : folder + "/");
+  for (auto entry = s.hashes.lower_bound(prefix);
+       entry != s.hashes.end() && entry->first.compare(0, prefix.size(), prefix) == 0;) {
+    entry = erase_entry(entry);
+  }
+}
+
 std::optional<std::string> ReadTracker::hash_of(const std::string& name,
                                                 const std::string& worktree,
                                                 const std::string& path) {

@@ -30,6 +30,10 @@ class ReadTracker {
   void remember(const std::string& session, const std::string& worktree, const std::string& path,
                 const std::string& content_hash);
   void forget(const std::string& session, const std::string& worktree, const std::string& path);
+  // Forgets every file at or beneath `folder` (a recursive delete); "" or "."
+  // is the whole worktree. "src" does not cover "src2/a.c".
+  void forget_beneath(const std::string& session, const std::string& worktree,
+                      const std::string& folder);
   std::optional<std::string> hash_of(const std::string& session, const std::string& worktree,
                                      const std::string& path);
   void forget_session(const std::string& session);

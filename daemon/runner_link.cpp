@@ -16,6 +16,7 @@
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/write.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/unique_fd.hpp"
@@ -43,6 +44,28 @@ struct Spawned {
   UniqueFd link;    // daemon's end of the socketpair
   UniqueFd stderr;  // read end of the runner's stderr (and stdout)
 };
+
+// The runner's environment: an allowlist, never looprd's own (which may hold
+// API keys). HOME and the XDG folders are what the runner hides from jobs
+// (runner/main.cpp); the sanitizer options keep a sanitizer build usable.
+std::vector<std::string> runner_environment() {
+  std::vector<std::string> env;
+  for (const char* name :
+       {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  return env;
+}
+
+// Closes every fd from `first` up (Linux >= 5.9: close_range; older kernels:
+// one close per possible fd). Runs in the forked child before exec.
+void close_fds_from(int first) {
+  if (::close_range(static_cast<unsigned>(first), ~0U, 0) == 0) return;
+  const long limit = ::sysconf(_SC_OPEN_MAX);
+  for (long fd = first; fd < (limit > 0 ? limit : 65536); ++fd)
+    ::close(static_cast<int>(fd));
+}
 
 std::string describe_exit(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -75,6 +98,11 @@ Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
   for (const std::string& arg : argv)
     args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  const std::vector<std::string> env_strings = runner_environment();
+  std::vector<char*> env;
+  for (const std::string& entry : env_strings)
+    env.push_back(const_cast<char*>(entry.c_str()));
+  env.push_back(nullptr);
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -94,14 +122,31 @@ Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
       ::_exit(127);
     }
     // asio opens some fds without O_CLOEXEC (its signal pipe): close all
-    // but 0-3 so the runner holds exactly what it is given (Linux >= 5.9).
-    ::close_range(4, ~0U, 0);
-    ::execv(args[0], args.data());
+    // but 0-3 so the runner holds exactly what it is given.
+    close_fds_from(4);
+    ::execve(args[0], args.data(), env.data());
     const char* message = "looprd: cannot exec the lane runner\n";
     [[maybe_unused]] auto ignored = ::write(2, message, std::strlen(message));
     ::_exit(127);
   }
   return Spawned{pid, std::move(daemon_end), std::move(err_read)};
+}
+
+LaneReply not_run(const proto::Job& job, proto::JobStatus status, Error why) {
+  LaneReply reply;
+  reply.result.job_id = job.job_id;
+  reply.result.status = status;
+  reply.result.error = why.message;
+  reply.link_error = std::move(why);
+  return reply;
+}
+
+Error shutting_down_error(bool started) {
+  return make_error("cancelled",
+                    started ? "looprd shut down while this call ran; the call was stopped"
+                            : "looprd is shutting down; the call did not run",
+                    started ? "check what the call did before running it again"
+                            : "run it again once looprd is back");
 }
 
 }  // namespace
@@ -125,10 +170,19 @@ std::string_view to_string(LaneState state) {
 struct RunnerLink::PendingJob {
   proto::Job job;
   Wakeup done;
-  std::optional<proto::JobResult> result;
+  std::optional<LaneReply> reply;
   bool sent = false;
   Clock::time_point queued_at;
   Clock::time_point sent_at;
+};
+
+// One runner process's stderr: its last line (why it failed, in its own
+// words), and whether the pipe reached EOF (the runner and everything that
+// held the pipe are gone, so nothing more will be said).
+struct RunnerLink::StderrLog {
+  explicit StderrLog(const asio::any_io_executor& executor) : ended(executor) {}
+  std::string last_line;
+  Wakeup ended;
 };
 
 // One runner process's link. Coroutines of an old connection see `closed`
@@ -172,7 +226,48 @@ RunnerLink::~RunnerLink() {
 void RunnerLink::start() {
   stopping_ = false;
   state_ = LaneState::starting;
-  asio::co_spawn(io_, supervise(), asio::detached);
+  spawn_supervisor();
+}
+
+// supervise() catches nothing itself: should anything in it throw (memory),
+// the lane is not left without a supervisor: the error is logged, the jobs
+// it held are failed, its runner is killed and reaped, and a new supervisor
+// starts after the first restart pause.
+void RunnerLink::spawn_supervisor() {
+  asio::co_spawn(io_, supervise(), [this](std::exception_ptr failure) {
+    if (!failure) return;
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::critical("lane {}: the runner supervisor failed ({}); starting it again", config_.lane,
+                     what);
+    if (connection_) connection_->close();
+    connection_.reset();
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      asio::co_spawn(io_, reap(pid_), asio::detached);
+      pid_ = -1;
+    }
+    const Error why =
+        make_error(errc::internal, "lane " + config_.lane + " lost its runner (" + what + ")",
+                   "the call may have partly run: check its effects before retrying");
+    fail_in_flight(why, proto::JobStatus::error);
+    fail_queued(why, proto::JobStatus::error);
+    state_ = LaneState::restarting;
+    auto pause = std::make_shared<asio::steady_timer>(io_, config_.first_restart_delay);
+    pause->async_wait([this, pause](const std::error_code&) {
+      if (!stopping_) {
+        spawn_supervisor();
+        return;
+      }
+      state_ = LaneState::stopped;
+      stopped_.notify();
+    });
+  });
 }
 
 asio::awaitable<void> RunnerLink::supervise() {
@@ -185,36 +280,58 @@ asio::awaitable<void> RunnerLink::supervise() {
           "cannot start the runner for lane " + config_.lane + ": " + spawned.error().message;
       spdlog::error("{}", last_error_);
       state_ = LaneState::failed;
-      fail_queued(last_error_);
+      fail_queued(lane_failed_error(), proto::JobStatus::error);
     } else {
       pid_ = spawned->pid;
       const auto started = Clock::now();
       spdlog::info("lane {}: runner started (pid {})", config_.lane, pid_);
-      asio::co_spawn(io_, log_stderr(spawned->stderr.release()), asio::detached);
+      auto stderr_log = std::make_shared<StderrLog>(io_.get_executor());
+      asio::co_spawn(io_, log_stderr(spawned->stderr.release(), stderr_log), asio::detached);
       auto connection = std::make_shared<Connection>(io_, spawned->link.release());
       connection_ = connection;
       asio::co_spawn(io_, write_loop(connection), asio::detached);
       asio::co_spawn(io_, heartbeat_loop(connection), asio::detached);
       co_await serve(connection);
+      const bool handshake_done = connection->handshake_done;
       connection->close();
       connection_.reset();
 
       ::kill(pid_, SIGKILL);  // it may already be gone; its whole job tree dies with it
       const int status = co_await reap(pid_);
       pid_ = -1;
+      // Its last words explain the exit: read them all before deciding (the
+      // pipe ends with the runner; a job that inherited it dies with it too).
+      co_await stderr_log->ended.wait_until(Clock::now() + std::chrono::seconds(1));
+      const std::string& said = stderr_log->last_line;
       const bool sandbox_failed =
           WIFEXITED(status) && WEXITSTATUS(status) == kRunnerExitSandboxFailed;
       std::string why = "the runner " + describe_exit(status);
-      if (!last_stderr_.empty()) why += " (" + last_stderr_ + ")";
-      fail_in_flight("runner for lane " + config_.lane + " restarted: " + why);
-      if (stopping_) break;
+      if (!said.empty()) why += " (" + said + ")";
+      if (stopping_) {
+        fail_in_flight(shutting_down_error(true), proto::JobStatus::cancelled);
+        break;
+      }
+      fail_in_flight(
+          make_error(errc::internal,
+                     "the runner of lane " + config_.lane + " ended while this call ran (" + why +
+                         "); it is being restarted",
+                     "the call may have partly run: check its effects before running "
+                     "it again"),
+          proto::JobStatus::error);
       metrics_.record_runner_restart(config_.lane);
       if (sandbox_failed) {
         last_error_ = "lane " + config_.lane + " cannot build its sandbox, so it runs no job: " +
-                      (last_stderr_.empty() ? why : last_stderr_);
+                      (said.empty() ? why : said);
+      } else if (!handshake_done) {
+        // It never became ready (cannot exec, refused version, crashed at
+        // start): the calls waiting for it fail now with the reason instead
+        // of waiting out their timeout. Retried with backoff like any exit.
+        last_error_ = "the runner of lane " + config_.lane + " could not start: " + why;
+      }
+      if (sandbox_failed || !handshake_done) {
         spdlog::error("{}", last_error_);
         state_ = LaneState::failed;
-        fail_queued(last_error_);
+        fail_queued(lane_failed_error(), proto::JobStatus::error);
       } else {
         last_error_ = "runner for lane " + config_.lane + " restarted: " + why;
         spdlog::warn("{}", last_error_);
@@ -227,7 +344,7 @@ asio::awaitable<void> RunnerLink::supervise() {
     delay = std::min<std::chrono::milliseconds>(delay * 2, kMaxRestartDelay);
   }
   state_ = LaneState::stopped;
-  fail_queued("looprd is shutting down");
+  fail_queued(shutting_down_error(false), proto::JobStatus::cancelled);
   stopped_.notify();
 }
 
@@ -273,7 +390,12 @@ void RunnerLink::handle(Connection& connection, proto::RunnerMessage message) {
       proto::HandshakeAck refusal{false, 0,
                                   "expected lane " + config_.lane + " protocol " +
                                       std::to_string(proto::kRunnerProtocolVersion)};
-      send(refusal);
+      // Written at once, not queued: close() below would drop the outbox.
+      // Nothing else was sent on this link yet, so the socket buffer has room.
+      if (auto frame = proto::encode_frame(proto::to_json(proto::RunnerMessage(refusal)))) {
+        [[maybe_unused]] const auto sent = ::send(connection.socket.native_handle(), frame->data(),
+                                                  frame->size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
       spdlog::error("lane {}: refused runner handshake (lane {}, version {})", config_.lane,
                     handshake->lane, handshake->version);
       connection.close();
@@ -291,7 +413,7 @@ void RunnerLink::handle(Connection& connection, proto::RunnerMessage message) {
     if (it == in_flight_.end()) return;  // cancelled or failed here already
     auto job = it->second;
     in_flight_.erase(it);
-    complete(job, std::move(*result));
+    complete(job, LaneReply{std::move(*result), std::nullopt});
     pump();
     return;
   }
@@ -359,7 +481,7 @@ asio::awaitable<void> RunnerLink::heartbeat_loop(std::shared_ptr<Connection> con
   }
 }
 
-asio::awaitable<void> RunnerLink::log_stderr(int fd) {
+asio::awaitable<void> RunnerLink::log_stderr(int fd, std::shared_ptr<StderrLog> log) {
   asio::posix::stream_descriptor stream(io_, fd);
   std::string pending;
   std::string buffer(4096, '\0');
@@ -376,10 +498,11 @@ asio::awaitable<void> RunnerLink::log_stderr(int fd) {
       if (line.empty()) continue;
       spdlog::info("lane {} runner: {}", config_.lane, line);
       const std::string_view prefix = "loopr-runner: ";
-      last_stderr_ = line.starts_with(prefix) ? line.substr(prefix.size()) : line;
+      log->last_line = line.starts_with(prefix) ? line.substr(prefix.size()) : line;
     }
     if (pending.size() > 8192) pending.clear();  // a runner line is never this long
   }
+  log->ended.notify();
 }
 
 asio::awaitable<int> RunnerLink::reap(pid_t pid) {
@@ -403,45 +526,62 @@ void RunnerLink::pump() {
   while (in_flight_.size() < slots_ && !queue_.empty()) {
     auto job = queue_.front();
     queue_.pop_front();
+    // Encoded before it counts as in flight: a job that cannot be framed
+    // fails alone, and the runner never hears of it.
+    auto frame = proto::encode_frame(proto::to_json(proto::RunnerMessage(job->job)));
+    if (!frame) {
+      complete(job, not_run(job->job, proto::JobStatus::error,
+                            make_error(errc::too_large,
+                                       "the call is too large to hand to the lane runner: " +
+                                           frame.error().message,
+                                       "send less at once, e.g. split a large write into a "
+                                       "write_file and several edit_file calls")));
+      continue;
+    }
     job->sent = true;
     job->sent_at = Clock::now();
     in_flight_.emplace(job->job.job_id, job);
-    send(job->job);
+    connection_->outbox += *frame;
+    connection_->wake_writer.notify();
   }
 }
 
-void RunnerLink::complete(const std::shared_ptr<PendingJob>& job, proto::JobResult result) {
-  job->result = std::move(result);
+void RunnerLink::complete(const std::shared_ptr<PendingJob>& job, LaneReply reply) {
+  job->reply = std::move(reply);
   job->done.notify();
 }
 
-proto::JobResult RunnerLink::error_result(const proto::Job& job, const std::string& reason) const {
-  proto::JobResult result;
-  result.job_id = job.job_id;
-  result.status = proto::JobStatus::error;
-  result.error = reason;
-  return result;
+Error RunnerLink::lane_failed_error() const {
+  return make_error(errc::sandbox_setup, last_error_,
+                    "lane " + config_.lane +
+                        " cannot run jobs on this machine right now (a problem of the machine or "
+                        "of loopr, not of the call); `looprctl daemon status` shows the lane, "
+                        "and tools of other lanes still work");
 }
 
-void RunnerLink::fail_in_flight(const std::string& reason) {
+void RunnerLink::fail_in_flight(const Error& why, proto::JobStatus status) {
   auto jobs = std::move(in_flight_);
   in_flight_.clear();
   for (auto& [id, job] : jobs)
-    complete(job, error_result(job->job, reason));
+    complete(job, not_run(job->job, status, why));
 }
 
-void RunnerLink::fail_queued(const std::string& reason) {
+void RunnerLink::fail_queued(const Error& why, proto::JobStatus status) {
   auto jobs = std::move(queue_);
   queue_.clear();
   for (auto& job : jobs)
-    complete(job, error_result(job->job, reason));
+    complete(job, not_run(job->job, status, why));
 }
 
-asio::awaitable<proto::JobResult> RunnerLink::run(proto::Job job) {
-  if (stopping_) co_return error_result(job, "looprd is shutting down");
-  if (state_ == LaneState::failed) co_return error_result(job, last_error_);
+asio::awaitable<LaneReply> RunnerLink::run(proto::Job job) {
+  if (stopping_) co_return not_run(job, proto::JobStatus::cancelled, shutting_down_error(false));
+  if (state_ == LaneState::failed) {
+    co_return not_run(job, proto::JobStatus::error, lane_failed_error());
+  }
   if (in_flight_.contains(job.job_id)) {
-    co_return error_result(job, "job id " + job.job_id + " is already running");
+    co_return not_run(job, proto::JobStatus::error,
+                      make_error(errc::internal, "job id " + job.job_id + " is already running",
+                                 "report this as a loopr bug"));
   }
   auto pending = std::make_shared<PendingJob>(PendingJob{
       std::move(job), Wakeup(io_.get_executor()), std::nullopt, false, Clock::now(), {}});
@@ -453,23 +593,32 @@ asio::awaitable<proto::JobResult> RunnerLink::run(proto::Job job) {
   for (;;) {
     const auto deadline = (pending->sent ? pending->sent_at : pending->queued_at) + budget;
     const bool done = co_await pending->done.wait_until(deadline);
-    if (done && pending->result) co_return std::move(*pending->result);
+    if (done && pending->reply) co_return std::move(*pending->reply);
     if (Clock::now() < (pending->sent ? pending->sent_at : pending->queued_at) + budget) continue;
     if (!pending->sent) {
       std::erase(queue_, pending);
-      proto::JobResult result = error_result(pending->job, "");
-      result.status = proto::JobStatus::timeout;
-      result.error = "the call waited " + std::to_string(budget.count() / 1000) +
-                     " s for a free slot in lane " + config_.lane + " and never started";
-      co_return result;
+      co_return not_run(
+          pending->job, proto::JobStatus::timeout,
+          make_error(errc::timeout,
+                     "the call waited " + std::to_string(budget.count() / 1000) +
+                         " s for a free slot in lane " + config_.lane + " (" +
+                         std::to_string(slots_) + " slots, all busy) and never started",
+                     "the lane is busy: wait for running calls to finish, or ask the user to "
+                     "raise [lanes." +
+                         config_.lane + "] slots in loopr.toml"));
     }
     // Sent, and the runner is silent past the job's own timeout: it is stuck.
     in_flight_.erase(pending->job.job_id);
     spdlog::error("lane {}: no result for job {} long after its timeout; restarting the runner",
                   config_.lane, pending->job.job_id);
     if (connection_) connection_->close();
-    co_return error_result(
-        pending->job, "runner for lane " + config_.lane + " did not answer; it is being restarted");
+    co_return not_run(pending->job, proto::JobStatus::error,
+                      make_error(errc::internal,
+                                 "the runner of lane " + config_.lane +
+                                     " gave no result for this call long after its timeout; it "
+                                     "is being restarted",
+                                 "the call may have partly run: check its effects before running "
+                                 "it again"));
   }
 }
 
@@ -478,9 +627,8 @@ bool RunnerLink::cancel(const std::string& job_id) {
     if ((*it)->job.job_id == job_id) {
       auto job = *it;
       queue_.erase(it);
-      proto::JobResult result = error_result(job->job, "cancelled before it started");
-      result.status = proto::JobStatus::cancelled;
-      complete(job, std::move(result));
+      complete(job, not_run(job->job, proto::JobStatus::cancelled,
+                            make_error("cancelled", "the call was cancelled before it started")));
       return true;
     }
   }
@@ -494,7 +642,7 @@ bool RunnerLink::cancel(const std::string& job_id) {
 asio::awaitable<void> RunnerLink::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
   wake_supervisor_.notify();
-  fail_queued("looprd is shutting down");
+  fail_queued(shutting_down_error(false), proto::JobStatus::cancelled);
   if (state_ == LaneState::stopped && pid_ < 0) co_return;
   send(proto::Shutdown{});
   const bool exited = co_await stopped_.wait_until(Clock::now() + grace);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/wakeup.hpp"
 #include "proto/runner_messages.hpp"
@@ -48,6 +49,16 @@ struct LaneConfig {
 enum class LaneState { starting, ready, restarting, failed, stopped };
 std::string_view to_string(LaneState state);
 
+// What run() answers. `result` is the runner's own result for the job. When
+// the job never produced one (the lane failed, its runner died or went
+// silent, looprd is shutting down, no slot came free in time, the job could
+// not be sent), `result` is made up here (status error, timeout or
+// cancelled) and `link_error` says why, with a hint for the model.
+struct LaneReply {
+  proto::JobResult result;
+  std::optional<Error> link_error;
+};
+
 class RunnerLink {
  public:
   using OutputSink = std::function<void(const proto::OutputChunk& chunk)>;
@@ -59,10 +70,8 @@ class RunnerLink {
 
   // Starts supervising (spawns the first runner).
   void start();
-  // Runs one job and returns its result; never throws. A job that could not
-  // run (lane failed, runner died, shutdown) comes back with status error and
-  // `error` saying why.
-  asio::awaitable<proto::JobResult> run(proto::Job job);
+  // Runs one job and returns its result; never throws.
+  asio::awaitable<LaneReply> run(proto::Job job);
   // Cancels a queued or running job; false if this lane does not know it.
   bool cancel(const std::string& job_id);
   // Sends shutdown, waits up to `grace` for the runner to exit, then kills it.
@@ -77,21 +86,23 @@ class RunnerLink {
  private:
   struct PendingJob;
   struct Connection;
+  struct StderrLog;
 
+  void spawn_supervisor();
   asio::awaitable<void> supervise();
   asio::awaitable<void> serve(std::shared_ptr<Connection> connection);
   asio::awaitable<void> write_loop(std::shared_ptr<Connection> connection);
   asio::awaitable<void> heartbeat_loop(std::shared_ptr<Connection> connection);
-  asio::awaitable<void> log_stderr(int fd);
+  asio::awaitable<void> log_stderr(int fd, std::shared_ptr<StderrLog> log);
   asio::awaitable<int> reap(pid_t pid);
 
   void handle(Connection& connection, proto::RunnerMessage message);
   void send(const proto::RunnerMessage& message);
   void pump();
-  void complete(const std::shared_ptr<PendingJob>& job, proto::JobResult result);
-  void fail_in_flight(const std::string& reason);
-  void fail_queued(const std::string& reason);
-  proto::JobResult error_result(const proto::Job& job, const std::string& reason) const;
+  void complete(const std::shared_ptr<PendingJob>& job, LaneReply reply);
+  void fail_in_flight(const Error& why, proto::JobStatus status);
+  void fail_queued(const Error& why, proto::JobStatus status);
+  Error lane_failed_error() const;
 
   asio::io_context& io_;
   LaneConfig config_;
@@ -102,8 +113,7 @@ class RunnerLink {
   bool stopping_ = false;
   pid_t pid_ = -1;
   std::uint32_t slots_ = 1;
-  std::string last_error_;   // why the lane is failed or last restarted
-  std::string last_stderr_;  // the runner's last stderr line
+  std::string last_error_;  // why the lane is failed or last restarted
   std::shared_ptr<Connection> connection_;
   std::deque<std::shared_ptr<PendingJob>> queue_;
   std::map<std::string, std::shared_ptr<PendingJob>> in_flight_;

@@ -10,6 +10,7 @@
 #include <asio/detached.hpp>
 
 #include "common/worktree_path.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::daemon {
 namespace {
@@ -20,6 +21,20 @@ using nlohmann::json;
 bool tracks_reads(std::string_view tool) {
   return tool == "write_file" || tool == "edit_file";
 }
+
+// The calls that change a file run one at a time per file (PathLocks).
+bool changes_a_file(std::string_view tool) {
+  return tracks_reads(tool) || tool == "file_delete";
+}
+
+bool runs_a_command(std::string_view tool) {
+  return tool == "run_command" || tool == "run_command_isolated" || tool == "build" ||
+         tool == "test" || tool == "validate";
+}
+
+// The name metrics count a refused call under: a made-up tool name must not
+// grow the metrics table.
+constexpr const char* kUnknownToolMetric = "<unknown>";
 
 // build / test / validate run the command configured in loopr.toml; the model
 // never supplies it (DESIGN.md §5).
@@ -78,23 +93,41 @@ ToolCallOutcome refused(std::string status, Error error) {
   return outcome;
 }
 
+// The tool's stdout, when it is one JSON object. Depth-bounded: the bytes
+// come from a sandboxed job and are not trusted.
 std::optional<json> parse_tool_output(const std::string& bytes) {
-  try {
-    json parsed = json::parse(bytes);
-    if (parsed.is_object()) return parsed;
-  } catch (const json::exception&) {
-  }
+  auto parsed = proto::parse_json_bounded(bytes);
+  if (parsed && parsed->is_object()) return std::move(*parsed);
   return std::nullopt;
 }
 
+std::string string_field(const json& object, const char* key, std::string fallback) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
+}
+
+// {"error": {code, message, hint?, details?}} from a tool; any field of the
+// wrong type is replaced, never trusted (the caller checked "error" is an object).
 Error error_from_tool_json(const json& object) {
-  Error error;
   const json& e = object.at("error");
-  error.code = e.value("code", std::string(errc::internal));
-  error.message = e.value("message", std::string("the tool failed"));
-  error.hint = e.value("hint", std::string());
-  if (e.contains("details")) error.details = e.at("details");
+  Error error;
+  error.code = string_field(e, "code", errc::internal);
+  error.message = string_field(e, "message", "the tool failed without saying why");
+  error.hint = string_field(e, "hint", "");
+  if (auto details = e.find("details"); details != e.end()) error.details = *details;
   return error;
+}
+
+// An absolute path under the worktree as the caller named it (perhaps through
+// a symlink) becomes relative, so it names the same file as the worktree's
+// realpath does: "/home/me/link/a.c" with worktree "/home/me/link".
+void relativize_path(json& args, const std::string& given_worktree) {
+  auto it = args.find("path");
+  if (it == args.end() || !it->is_string()) return;
+  const std::string& path = it->get_ref<const std::string&>();
+  if (path.empty() || path.front() != '/' || given_worktree.empty()) return;
+  auto relative = worktree_relative_path(given_worktree, path);
+  if (relative) *it = *relative;
 }
 
 }  // namespace
@@ -169,19 +202,23 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
       outcome.error = make_error(
           errc::timeout,
           result.error.value_or(tool.name + " did not finish in time and was stopped"),
-          "make the work smaller, or for a command run it in the background with output to a "
-          "file and poll it");
+          runs_a_command(tool.name)
+              ? "make the work smaller, or run the command in the background with its output "
+                "to a file and poll that file"
+              : "make the work smaller: a narrower path or pattern");
       break;
     case proto::JobStatus::cancelled:
       outcome.status = "cancelled";
       outcome.error = make_error("cancelled", result.error.value_or("the call was cancelled"));
       break;
     case proto::JobStatus::error:
+      // The runner's own report: it could not build the job's sandbox, or
+      // loopr-tool died. (Failures of the link itself come as link_error.)
       outcome.status = "error";
       outcome.error = make_error(errc::sandbox_setup,
                                  result.error.value_or("the runner could not run the tool"),
-                                 "this is a problem of the machine or of loopr, not of the call; "
-                                 "retrying later may work");
+                                 "a problem of the machine or of loopr, not of the call; "
+                                 "`looprctl daemon status` and looprd's log say more");
       break;
   }
   return outcome;
@@ -199,7 +236,8 @@ ToolRouter::ToolRouter(asio::io_context& io, const config::Settings& settings,
       events_(events),
       metrics_(metrics),
       store_(store),
-      reads_(reads) {
+      reads_(reads),
+      path_locks_(io.get_executor()) {
   for (const std::string& root : settings_.sandbox.worktree_roots) {
     worktree_roots_.push_back(canonical_or_same(root));
   }
@@ -244,7 +282,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
                                       "available tools: " + available_tools(catalog->catalog)));
     outcome.call_id = call_id;
     outcome.tool = request.tool;
-    finish(outcome, request, started, started_unix);
+    finish(outcome, request, started, started_unix, kUnknownToolMetric);
     co_return outcome;
   }
   outcome.call_id = call_id;
@@ -255,7 +293,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     failed.call_id = call_id;
     failed.tool = tool->name;
     failed.lane = tool->lane;
-    finish(failed, request, started, started_unix);
+    finish(failed, request, started, started_unix, failed.tool);
     return failed;
   };
 
@@ -285,6 +323,14 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
 
   // 3. policy: read-before-edit, configured commands, approval
   json args = request.args;
+  relativize_path(args, request.worktree);
+  // Held until the tracker knows the file's new hash (PathLocks).
+  PathLocks::Guard file_lock;
+  if (changes_a_file(tool->name) && args.contains("path") && args["path"].is_string()) {
+    auto relative = worktree_relative_path(*worktree, args["path"].get<std::string>());
+    if (!relative) co_return fail("failed", relative.error());
+    file_lock = co_await path_locks_.acquire(*worktree + '\0' + *relative);
+  }
   if (tracks_reads(tool->name) && args.contains("path") && args["path"].is_string()) {
     auto relative = worktree_relative_path(*worktree, args["path"].get<std::string>());
     if (!relative) co_return fail("failed", relative.error());
@@ -315,15 +361,21 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
-  active_[call_id] = tool->lane;
+  active_[call_id] = ActiveCall{tool->lane, request.client_id};
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
-    ApprovalRequest approval{call_id,      tool->name,
-                             tool->lane,   std::string(config::to_string(tool->tier)),
-                             request.args, *worktree};
+    ApprovalRequest approval{call_id,    tool->name,
+                             tool->lane, std::string(config::to_string(tool->tier)),
+                             args,       *worktree};
     ApprovalDecision decision = co_await approvals_.request(
         std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
+    if (decision.withdrawn) {
+      active_.erase(call_id);
+      co_return fail("cancelled", make_error("cancelled", decision.reason,
+                                             "nothing ran; make the call again if it is "
+                                             "still needed"));
+    }
     if (!decision.approved) {
       active_.erase(call_id);
       co_return fail("denied",
@@ -333,6 +385,13 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
                                 "do not retry the same call; explain what you need it for, or "
                                 "find another way"));
     }
+  }
+
+  if (request.caller_gone && request.caller_gone()) {
+    active_.erase(call_id);
+    co_return fail("cancelled", make_error("cancelled",
+                                           "the client that made this call went away; it was "
+                                           "not run"));
   }
 
   // 4-5. dispatch; the runner enforces timeout, cancel and the output cap.
@@ -348,16 +407,18 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   events_.publish(
       "tool.started",
       {{"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}});
-  const proto::JobResult result = co_await lane->second->run(std::move(job));
+  LaneReply reply = co_await lane->second->run(std::move(job));
   active_.erase(call_id);
 
   // 6. outcome, read tracking, record
-  ToolCallOutcome done = outcome_from_job(result, *tool);
+  ToolCallOutcome done = outcome_from_job(reply.result, *tool);
+  if (reply.link_error) done.error = std::move(*reply.link_error);
   done.call_id = call_id;
   done.tool = tool->name;
   done.lane = tool->lane;
-  track_reads(done, request, *worktree);
-  finish(done, request, started, started_unix);
+  // A caller that went away never saw the result: its session learns nothing.
+  if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
+  finish(done, request, started, started_unix, done.tool);
   co_return done;
 }
 
@@ -372,19 +433,23 @@ void ToolRouter::track_reads(const ToolCallOutcome& outcome, const ToolCallReque
       reads_.remember(request.session, worktree, path, out["content_hash"].get<std::string>());
     }
   } else if (outcome.tool == "file_delete") {
-    reads_.forget(request.session, worktree, path);
+    if (string_field(out, "deleted", "") == "directory") {
+      reads_.forget_beneath(request.session, worktree, path);
+    } else {
+      reads_.forget(request.session, worktree, path);
+    }
   }
 }
 
 void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
-                        Clock::time_point started, std::int64_t started_unix_ms) {
+                        Clock::time_point started, std::int64_t started_unix_ms,
+                        const std::string& metric_name) {
   const auto elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
   if (outcome.duration_ms == 0) {
     outcome.duration_ms = static_cast<std::uint64_t>(elapsed.count() / 1000);
   }
-  metrics_.record_call(outcome.tool, outcome.lane.empty() ? "-" : outcome.lane, outcome.ok,
-                       elapsed);
+  metrics_.record_call(metric_name, outcome.lane.empty() ? "-" : outcome.lane, outcome.ok, elapsed);
   ToolCallRecord record;
   record.call_id = outcome.call_id;
   record.tool = outcome.tool;
@@ -414,8 +479,19 @@ bool ToolRouter::cancel(const std::string& call_id) {
   auto it = active_.find(call_id);
   if (it == active_.end()) return false;
   if (approvals_.cancel_call(call_id, "the call was cancelled")) return true;
-  auto lane = lanes_.find(it->second);
+  auto lane = lanes_.find(it->second.lane);
   return lane != lanes_.end() && lane->second->cancel(call_id);
+}
+
+std::size_t ToolRouter::cancel_calls_of_client(std::uint64_t client_id) {
+  std::vector<std::string> ids;
+  for (const auto& [id, active] : active_) {
+    if (active.client_id == client_id) ids.push_back(id);
+  }
+  std::size_t cancelled = 0;
+  for (const std::string& id : ids)
+    if (cancel(id)) ++cancelled;
+  return cancelled;
 }
 
 struct ToolRouter::BatchState {
@@ -426,10 +502,24 @@ struct ToolRouter::BatchState {
   std::unique_ptr<Wakeup> done;
 };
 
+// Detached from batch(): an exception here would be dropped by asio and the
+// batch would wait forever, so every call comes back with an outcome.
 asio::awaitable<void> ToolRouter::run_into_batch(std::shared_ptr<BatchState> state,
                                                  std::size_t index) {
-  state->outcomes[index] =
-      co_await run_call(std::move(state->requests[index]), state->call_ids[index]);
+  const std::string tool = state->requests[index].tool;
+  try {
+    state->outcomes[index] =
+        co_await run_call(std::move(state->requests[index]), state->call_ids[index]);
+  } catch (const std::exception& e) {
+    spdlog::error("call {} of a batch failed with an exception: {}", state->call_ids[index],
+                  e.what());
+    ToolCallOutcome failed =
+        refused("error", make_error(errc::internal, std::string("internal error: ") + e.what(),
+                                    "report this as a loopr bug"));
+    failed.call_id = state->call_ids[index];
+    failed.tool = tool;
+    state->outcomes[index] = std::move(failed);
+  }
   if (--state->remaining == 0) state->done->notify();
 }
 

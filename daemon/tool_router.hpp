@@ -17,6 +17,7 @@
 #include <asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@
 #include "daemon/event_bus.hpp"
 #include "daemon/json_schema.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/path_locks.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
 #include "daemon/store.hpp"
@@ -44,6 +46,12 @@ struct ToolCallRequest {
   // Read-before-edit scope: the loop id, or one client connection.
   std::string session;
   std::optional<std::uint64_t> timeout_ms;  // lowers the catalog's timeout
+  // The control connection that asked (0: none); its calls are cancelled
+  // when it disconnects (cancel_calls_of_client).
+  std::uint64_t client_id = 0;
+  // True once the caller can no longer receive the result: the call is not
+  // started after an approval wait, and nothing is remembered for its session.
+  std::function<bool()> caller_gone;
 };
 
 // The reply to tool.call (docs/control-protocol.md).
@@ -86,6 +94,8 @@ class ToolRouter {
   asio::awaitable<std::vector<ToolCallOutcome>> batch(std::vector<ToolCallRequest> requests);
   // Cancels a call waiting for approval, queued or running; false if unknown.
   bool cancel(const std::string& call_id);
+  // Cancels every call of one control connection; returns how many.
+  std::size_t cancel_calls_of_client(std::uint64_t client_id);
 
   void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
     catalog_ = std::move(catalog);
@@ -101,7 +111,8 @@ class ToolRouter {
   asio::awaitable<ToolCallOutcome> run_call(ToolCallRequest request, std::string call_id);
   asio::awaitable<void> run_into_batch(std::shared_ptr<BatchState> state, std::size_t index);
   void finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
-              std::chrono::steady_clock::time_point started, std::int64_t started_unix_ms);
+              std::chrono::steady_clock::time_point started, std::int64_t started_unix_ms,
+              const std::string& metric_name);
   void track_reads(const ToolCallOutcome& outcome, const ToolCallRequest& request,
                    const std::string& worktree);
 
@@ -114,9 +125,14 @@ class ToolRouter {
   Metrics& metrics_;
   Store& store_;
   ReadTracker& reads_;
+  PathLocks path_locks_;
   std::vector<std::string> worktree_roots_;  // realpaths of [sandbox] worktree_roots
   std::uint64_t next_call_ = 1;
-  std::map<std::string, std::string> active_;  // call id → lane of running calls
+  struct ActiveCall {
+    std::string lane;
+    std::uint64_t client_id = 0;
+  };
+  std::map<std::string, ActiveCall> active_;  // call id → running call
 };
 
 // The result a runner's JobResult gives the model (exposed for tests).

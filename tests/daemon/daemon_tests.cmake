@@ -2,14 +2,14 @@
 # looprd (with its real lane runners) and drive it over its socket.
 if(TARGET loopr_daemon)
   loopr_add_test(daemon_unit_test read_tracker_test.cpp event_bus_test.cpp metrics_test.cpp
-                 tool_router_test.cpp)
+                 tool_router_test.cpp path_locks_test.cpp approval_display_test.cpp)
   target_link_libraries(daemon_unit_test PRIVATE loopr_daemon)
 
   add_library(loopr_daemon_harness STATIC daemon_harness.cpp)
   target_link_libraries(loopr_daemon_harness PUBLIC loopr_test_support loopr_client loopr_proto)
   loopr_target_options(loopr_daemon_harness)
 
-  loopr_add_test(daemon_integration_test daemon_integration_test.cpp)
+  loopr_add_test(daemon_integration_test daemon_integration_test.cpp daemon_hardening_test.cpp)
   target_link_libraries(daemon_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(daemon_integration_test looprd loopr-runner loopr-tool)
 endif()

@@ -45,6 +45,24 @@ TEST(ToolRouterOutcome, AToolErrorKeepsItsCodeMessageAndHint) {
   EXPECT_EQ(outcome.error->hint, "list the folder");
 }
 
+// The tool's stdout comes from a sandboxed job: fields of the wrong type or
+// hostile nesting must become a plain error, never an exception (which would
+// be lost in a detached coroutine and leave a batch waiting forever).
+TEST(ToolRouterOutcome, AMalformedToolErrorIsReadWithoutThrowing) {
+  auto outcome = outcome_from_job(
+      job(proto::JobStatus::failed, R"({"error":{"code":5,"message":["x"],"hint":null}})"), spec());
+  EXPECT_EQ(outcome.status, "failed");
+  ASSERT_TRUE(outcome.error);
+  EXPECT_EQ(outcome.error->code, "internal");
+  EXPECT_FALSE(outcome.error->message.empty());
+  EXPECT_EQ(outcome.error->hint, "");
+
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto nested = outcome_from_job(job(proto::JobStatus::success, deep), spec());
+  EXPECT_FALSE(nested.ok);
+  EXPECT_EQ(nested.error->code, "internal");
+}
+
 TEST(ToolRouterOutcome, AResultCutByTheOutputCapSaysToAskForLess) {
   auto result = job(proto::JobStatus::success, R"({"content":"xxxxx)");
   result.truncated = true;
