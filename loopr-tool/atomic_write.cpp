@@ -167,4 +167,13 @@ Result<void> refuse_git_metadata_before_creating(const Worktree& worktree,
   }
 }
 
+Error too_large_to_change(const std::string& relative, std::int64_t size) {
+  return make_error(errc::too_large,
+                    "'" + relative + "' is " + std::to_string(size >> 20) + " MiB; files over " +
+                        std::to_string(kMaxEditableBytes >> 20) +
+                        " MiB cannot be read whole, so they cannot be checked and changed here",
+                    "change it with run_command (sed, a script), or delete it with file_delete "
+                    "and write it anew");
+}
+
 }  // namespace loopr::tool

@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,5 +45,10 @@ Result<void> refuse_git_metadata_before_creating(const Worktree& worktree,
 
 // The largest file write_file and edit_file handle (edits are in memory).
 inline constexpr std::size_t kMaxEditableBytes = 64u << 20;
+
+// A file over kMaxEditableBytes exists where a change was asked: read_file
+// gives such files no content_hash, so no read can ever allow the change;
+// say that (too_large), rather than "read it first".
+Error too_large_to_change(const std::string& relative, std::int64_t size);
 
 }  // namespace loopr::tool

@@ -2,7 +2,8 @@
 //        or {path, edits: [{old_string, new_string, replace_all}, ...]}
 // plus two arguments only the daemon sends (they are not in the model's schema):
 //   expected_hash  content_hash of the session's last read of the file; a file
-//                  that changed since is refused as stale_read;
+//                  that changed since is refused as stale_read; one that is
+//                  gone may be created again (empty old_string);
 //   create_only    the session never read the file: an existing file is
 //                  refused as not_read_first, only creating one is allowed.
 //
@@ -646,6 +647,10 @@ Result<Json> edit_file(const Worktree& worktree, const Json& raw) {
   auto existing = existing_regular_file(*parent);
   if (!existing) return std::move(existing).error();
 
+  if (existing->has_value() &&
+      static_cast<std::uint64_t>((**existing).st_size) > kMaxEditableBytes) {
+    return too_large_to_change(*rel, (**existing).st_size);
+  }
   if (existing->has_value() && request->create_only) {
     return make_error(errc::not_read_first,
                       "'" + *rel + "' already exists and has not been read in this session",
@@ -675,12 +680,10 @@ Result<Json> edit_file(const Worktree& worktree, const Json& raw) {
                         "to change it, give the exact text to replace as old_string; to replace "
                         "all of it, use write_file");
     }
-  } else if (request->expected_hash) {
-    return make_error(errc::stale_read, "'" + *rel + "' was read before but no longer exists",
-                      "list the folder to see what happened; to create it, call edit_file with "
-                      "an empty old_string");
   } else if (!creating) {
-    return make_error(errc::not_found, "no such file: '" + *rel + "'",
+    return make_error(errc::not_found,
+                      "no such file: '" + *rel + "'" +
+                          (request->expected_hash ? " (it was read before, and is gone now)" : ""),
                       "check the path with list_directory or glob; to create the file, call "
                       "edit_file with an empty old_string and the content as new_string, or use "
                       "write_file");

@@ -2,9 +2,12 @@
 // atomically (atomic_write.hpp), keeping its mode.
 // Two arguments only the daemon sends (they are not in the model's schema):
 //   expected_hash  content_hash of the session's last read_file; a file that
-//                  changed since (or vanished) is refused as stale_read;
+//                  changed since is refused as stale_read. One that is gone
+//                  is created: nothing anyone wrote can be lost.
 //   create_only    the session never read the file: an existing file is
 //                  refused as not_read_first, only creating one is allowed.
+// A file over kMaxEditableBytes is refused as too_large before either check:
+// read_file cannot hash it, so no read would ever allow overwriting it.
 #include <fcntl.h>
 
 #include "loopr-tool/arguments.hpp"
@@ -43,6 +46,10 @@ Result<Json> write_file(const Worktree& worktree, const Json& raw) {
   auto existing = existing_regular_file(*parent);
   if (!existing) return std::move(existing).error();
 
+  if (existing->has_value() &&
+      static_cast<std::uint64_t>((**existing).st_size) > kMaxEditableBytes) {
+    return too_large_to_change(*rel, (**existing).st_size);
+  }
   if (*create_only && existing->has_value()) {
     return make_error(errc::not_read_first,
                       "'" + *rel +
@@ -51,12 +58,7 @@ Result<Json> write_file(const Worktree& worktree, const Json& raw) {
                       "read it first with read_file, then write it again (or change part of it "
                       "with edit_file)");
   }
-  if (expected->has_value()) {
-    if (!existing->has_value()) {
-      return make_error(errc::stale_read, "'" + *rel + "' was read before but no longer exists",
-                        "list the folder to see what happened, then write it without "
-                        "expected_hash if you mean to create it");
-    }
+  if (expected->has_value() && existing->has_value()) {
     auto current = read_whole_file(*parent, kMaxEditableBytes);
     if (!current) return std::move(current).error();
     if (content_hash(*current) != **expected) {

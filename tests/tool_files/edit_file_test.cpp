@@ -316,12 +316,35 @@ TEST_F(EditFile, AStaleExpectedHashIsRefusedAndTheFileKept) {
   EXPECT_EQ(tree_.read("f.txt"), "v3 by someone else\n");
 }
 
-TEST_F(EditFile, AFileThatVanishedSinceItWasReadIsStale) {
+// Read, then removed by someone: an edit cannot match (not_found, saying it
+// was read before), and creating it again is allowed: nothing can be lost.
+TEST_F(EditFile, AFileGoneSinceItWasReadCanBeCreatedAgain) {
   const auto e = err(edit_file, {{"path", "gone.txt"},
                                  {"old_string", "a"},
                                  {"new_string", "b"},
                                  {"expected_hash", "sha256:00"}});
-  EXPECT_EQ(e.code, errc::stale_read);
+  EXPECT_EQ(e.code, errc::not_found);
+  EXPECT_TRUE(mentions(e.message, "read before")) << e.message;
+  const auto out = ok(edit_file, {{"path", "gone.txt"},
+                                  {"old_string", ""},
+                                  {"new_string", "back\n"},
+                                  {"expected_hash", "sha256:00"}});
+  EXPECT_EQ(out["created"], true);
+  EXPECT_EQ(tree_.read("gone.txt"), "back\n");
+}
+
+// A file too big to hash can never have been read whole: the refusal says
+// so (too_large) instead of asking for a read that cannot help.
+TEST_F(EditFile, AFileTooLargeToHashIsRefusedAsTooLargeNotAsUnread) {
+  tree_.write("huge.log", "x");
+  ASSERT_EQ(
+      ::truncate(tree_.path("huge.log").c_str(), static_cast<off_t>(tool::kMaxEditableBytes) + 1),
+      0);
+  const auto e =
+      err(edit_file,
+          {{"path", "huge.log"}, {"old_string", "x"}, {"new_string", "y"}, {"create_only", true}});
+  EXPECT_EQ(e.code, errc::too_large);
+  EXPECT_TRUE(mentions(e.hint, "run_command")) << e.hint;
 }
 
 TEST_F(EditFile, CreateOnlyRefusesAFileTheSessionNeverRead) {

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "common/utf8.hpp"
+#include "loopr-tool/atomic_write.hpp"
 #include "loopr-tool/content_hash.hpp"
 #include "tests/tool_files/tool_fixture.hpp"
 
@@ -58,11 +62,25 @@ TEST_F(WriteFile, AStaleExpectedHashIsRefusedAndTheFileKept) {
   EXPECT_EQ(tree_.read("f.txt"), "mine\n");
 }
 
-TEST_F(WriteFile, AFileThatVanishedSinceItWasReadIsStale) {
-  EXPECT_EQ(
-      err(write_file, {{"path", "gone.txt"}, {"content", "x"}, {"expected_hash", "sha256:00"}})
-          .code,
-      errc::stale_read);
+// Read, then removed by someone: writing it creates it again (nothing that
+// anyone wrote can be lost); a stale_read here could never be satisfied.
+TEST_F(WriteFile, AFileGoneSinceItWasReadIsCreatedAgain) {
+  const auto out =
+      ok(write_file, {{"path", "gone.txt"}, {"content", "x"}, {"expected_hash", "sha256:00"}});
+  EXPECT_EQ(out["created"], true);
+  EXPECT_EQ(tree_.read("gone.txt"), "x");
+}
+
+TEST_F(WriteFile, AFileTooLargeToHashIsRefusedAsTooLargeNotAsUnread) {
+  tree_.write("huge.bin", "x");
+  ASSERT_EQ(
+      ::truncate(tree_.path("huge.bin").c_str(), static_cast<off_t>(tool::kMaxEditableBytes) + 1),
+      0);
+  const auto e =
+      err(write_file, {{"path", "huge.bin"}, {"content", "small\n"}, {"create_only", true}});
+  EXPECT_EQ(e.code, errc::too_large);
+  EXPECT_NE(e.hint.find("file_delete"), std::string::npos) << e.hint;
+  EXPECT_EQ(std::filesystem::file_size(tree_.path("huge.bin")), tool::kMaxEditableBytes + 1);
 }
 
 TEST_F(WriteFile, CreateOnlyRefusesAFileTheSessionNeverRead) {
