@@ -7,7 +7,9 @@
 //
 // Keys are opaque strings (the router uses worktree realpath + NUL + path).
 // A Guard releases on destruction, including when the coroutine that waits
-// for or holds it is destroyed. Threads: io thread only.
+// for or holds it is destroyed. A Guard may outlive its PathLocks (an
+// io_context destroyed after the router destroys the coroutine frames that
+// hold guards): its release is then a no-op. Threads: io thread only.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
@@ -29,9 +31,11 @@ class PathLocks {
     Wakeup turn;
   };
   using Queue = std::deque<std::shared_ptr<Waiter>>;  // front: the holder
+  using Queues = std::map<std::string, Queue>;
 
  public:
-  explicit PathLocks(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  explicit PathLocks(asio::any_io_executor executor)
+      : executor_(std::move(executor)), queues_(std::make_shared<Queues>()) {}
 
   class Guard {
    public:
@@ -45,7 +49,7 @@ class PathLocks {
 
    private:
     friend class PathLocks;
-    PathLocks* locks_ = nullptr;
+    std::weak_ptr<Queues> queues_;  // empty once released or moved from
     std::string key_;
     std::shared_ptr<Waiter> waiter_;
   };
@@ -54,13 +58,14 @@ class PathLocks {
   asio::awaitable<Guard> acquire(std::string key);
 
   // How many keys are held or waited for (tests, metrics).
-  std::size_t busy_keys() const { return queues_.size(); }
+  std::size_t busy_keys() const { return queues_->size(); }
 
  private:
-  void release(const std::string& key, const std::shared_ptr<Waiter>& waiter);
+  static void release(Queues& queues, const std::string& key,
+                      const std::shared_ptr<Waiter>& waiter);
 
   asio::any_io_executor executor_;
-  std::map<std::string, Queue> queues_;
+  std::shared_ptr<Queues> queues_;  // shared only so that guards can tell it is gone
 };
 
 }  // namespace loopr::daemon

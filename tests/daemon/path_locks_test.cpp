@@ -7,6 +7,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,7 @@ TEST(PathLocks, AMovedGuardReleasesOnce) {
   asio::io_context io;
   PathLocks locks(io.get_executor());
   std::vector<std::string> order;
-  Wakeup never(io.get_executor());
+  Wakeup release_again(io.get_executor());
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
@@ -90,11 +91,30 @@ TEST(PathLocks, AMovedGuardReleasesOnce) {
         EXPECT_EQ(locks.busy_keys(), 1u);
         moved.release();
         EXPECT_EQ(locks.busy_keys(), 0u);
-        co_await hold(locks, "f", "again", order, never);
+        co_await hold(locks, "f", "again", order, release_again);
       },
       asio::detached);
   io.poll();
   EXPECT_EQ(order, (std::vector<std::string>{"again"}));
+  release_again.notify();
+  io.poll();
+  EXPECT_EQ(locks.busy_keys(), 0u);
+}
+
+// The daemon's io_context outlives its router: destroying the io_context
+// destroys coroutine frames whose guards outlived their PathLocks. Their
+// release must not touch the freed queues (the ASan build catches it if so).
+TEST(PathLocks, GuardsThatOutliveTheirLocksReleaseNothing) {
+  asio::io_context io;
+  auto locks = std::make_unique<PathLocks>(io.get_executor());
+  std::vector<std::string> order;
+  Wakeup never(io.get_executor());
+  asio::co_spawn(io, hold(*locks, "f", "holder", order, never), asio::detached);
+  asio::co_spawn(io, hold(*locks, "f", "waiter", order, never), asio::detached);
+  io.poll();
+  EXPECT_EQ(order, (std::vector<std::string>{"holder"}));
+  locks.reset();
+  // io's destructor destroys both frames here; nothing may be left to crash.
 }
 
 }  // namespace
