@@ -69,10 +69,10 @@ TEST(PathLocks, AWaiterDestroyedWhileWaitingLeavesTheQueue) {
     asio::co_spawn(*io, hold(locks, "f", "b", order, release_b), asio::detached);
     io->poll();
     EXPECT_EQ(locks.busy_keys(), 1u);
-    // Destroying the io_context destroys both coroutine frames, the holder's
-    // and the waiter's: their guards must leave nothing behind.
-    io.reset();
-  }
+  }  // the Wakeups go first: their timers need io's timer service
+  // Destroying the io_context destroys both coroutine frames, the holder's
+  // and the waiter's: their guards must leave nothing behind.
+  io.reset();
   EXPECT_EQ(order, (std::vector<std::string>{"a"}));
   EXPECT_EQ(locks.busy_keys(), 0u);
 }
