@@ -4,16 +4,10 @@
 #include <span>
 #include <string_view>
 
+#include "loopr-tool/tool_main.hpp"
 #include "loopr-tool/tools.hpp"
 
 namespace loopr::tool {
-
-using ToolFunction = Result<Json> (*)(const Worktree&, const Json&);
-
-struct ToolEntry {
-  std::string_view name;
-  ToolFunction run;
-};
 
 std::span<const ToolEntry> all_tools();
 const ToolEntry* find_tool(std::string_view name);

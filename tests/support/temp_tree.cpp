@@ -100,8 +100,8 @@ std::string drain(int fd) {
 
 }  // namespace
 
-ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
-                       std::string_view stdin_text) {
+ToolRun run_tool_binary(std::string_view binary_name, std::string_view tool,
+                        const std::string& worktree, std::string_view stdin_text) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
       ::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -112,7 +112,7 @@ ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  const std::string binary = bin_path("loopr-tool");
+  const std::string binary = bin_path(binary_name);
   std::string tool_arg(tool);
   std::string worktree_flag = "--worktree";
   std::string worktree_arg = worktree;
@@ -127,7 +127,7 @@ ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
   if (rc != 0) throw std::runtime_error("cannot spawn " + binary);
 
   // Feed stdin on a thread so a large input cannot deadlock against output.
-  // loopr-tool may exit without reading stdin (a usage error): SIGPIPE is
+  // The tool may exit without reading stdin (a usage error): SIGPIPE is
   // blocked on this thread only, so that write fails with EPIPE instead of
   // killing the test; the pending thread-directed signal dies with the thread.
   std::thread feeder([fd = in_pipe[1], text = std::string(stdin_text)] {
@@ -156,6 +156,11 @@ ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
   run.output = nlohmann::json::parse(run.stdout_text, nullptr, false);
   if (run.output.is_discarded()) run.output = nullptr;
   return run;
+}
+
+ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
+                       std::string_view stdin_text) {
+  return run_tool_binary("loopr-tool", tool, worktree, stdin_text);
 }
 
 ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,

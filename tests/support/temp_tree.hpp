@@ -39,8 +39,11 @@ struct ToolRun {
   std::string stderr_text;
 };
 
-// Runs build/bin/loopr-tool <tool> --worktree <worktree> with `stdin_text` on
-// stdin. The binary is found through $LOOPR_BIN_DIR (set by CTest).
+// Runs build/bin/BINARY_NAME <tool> --worktree <worktree> (loopr-tool,
+// loopr-fetch) with `stdin_text` on stdin. The binary is found through
+// $LOOPR_BIN_DIR (set by CTest).
+ToolRun run_tool_binary(std::string_view binary_name, std::string_view tool,
+                        const std::string& worktree, std::string_view stdin_text);
 ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
                        std::string_view stdin_text);
 ToolRun run_loopr_tool(std::string_view tool, const std::string& worktree,
