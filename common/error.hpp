@@ -52,6 +52,7 @@ inline constexpr const char* is_directory = "is_directory";
 inline constexpr const char* not_directory = "not_directory";
 inline constexpr const char* timeout = "timeout";
 inline constexpr const char* sandbox_denied = "sandbox_denied";
+inline constexpr const char* http_error = "http_error";  // web_fetch: a 4xx or 5xx answer
 inline constexpr const char* sandbox_setup = "sandbox_setup";
 inline constexpr const char* io = "io";
 inline constexpr const char* protocol = "protocol";

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/ip_address.hpp"
 #include "config/toml_reader.hpp"
 
 namespace loopr::config {
@@ -102,6 +103,8 @@ class SettingsReader {
         approval(v);
       } else if (key == "commands") {
         commands(v);
+      } else if (key == "web_fetch") {
+        web_fetch(v);
       } else if (key == "loops") {
         loops(v);
       } else if (key == "providers") {
@@ -111,7 +114,7 @@ class SettingsReader {
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
-             "[commands], [loops.*], [providers.*] and [llm]");
+             "[commands], [web_fetch], [loops.*], [providers.*] and [llm]");
       }
     }
   }
@@ -277,6 +280,23 @@ class SettingsReader {
       } else if (entry.key == "lanes") {
         policy_map(v, key, a.lanes, true);
       }
+    }
+  }
+
+  void web_fetch(const toml::value& table) {
+    detail::require_table(table, "web_fetch");
+    detail::refuse_unknown_keys(table, "web_fetch", {"allowed_networks"});
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "web_fetch." + entry.key;
+      note(key, v);
+      std::vector<std::string> ranges = detail::read_string_list(v, key);
+      for (const std::string& text : ranges) {
+        if (auto range = NetworkRange::parse(text); !range) {
+          fail(v, key, range.error().message + "; " + range.error().hint);
+        }
+      }
+      s_.web_fetch.allowed_networks = std::move(ranges);
     }
   }
 

@@ -92,6 +92,14 @@ struct CommandSettings {
   std::string validate;
 };
 
+// [web_fetch]: networks web_fetch may reach beyond the public internet
+// (CIDR ranges such as "10.20.0.0/16" or single addresses; empty: none, so
+// loopback, private and link-local targets are refused). The daemon hands
+// them to every web_fetch call; a model cannot set them.
+struct WebFetchSettings {
+  std::vector<std::string> allowed_networks;
+};
+
 struct LoopSettings {
   std::vector<std::string> tools;  // offered to the model, in this order
   // A built-in template name ("plan", "spec", "phase", "code") or the path of
@@ -122,6 +130,7 @@ struct Settings {
   std::map<std::string, LaneSettings> lanes;  // exactly no-net, net, heavy
   ApprovalSettings approval;
   CommandSettings commands;
+  WebFetchSettings web_fetch;
   std::map<std::string, LoopSettings> loops;  // exactly kLoopTypes
   std::map<std::string, ProviderSettings> providers;
   LlmSettings llm;

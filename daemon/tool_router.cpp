@@ -350,6 +350,11 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     }
     args["command"] = *command;
   }
+  if (tool->name == "web_fetch") {
+    // The user's allowance from loopr.toml, never the model's: it replaces
+    // whatever the call carried (the schema refuses the key anyway).
+    args["allowed_networks"] = settings_.web_fetch.allowed_networks;
+  }
   const auto policy = settings_.approval_for(*tool);
   if (policy == config::ApprovalPolicy::deny) {
     co_return fail("denied", make_error(errc::sandbox_denied,

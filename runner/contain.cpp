@@ -111,7 +111,8 @@ struct ExecImage {
 
 ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
   ExecImage image;
-  image.argv_strings = {"loopr-tool", job.tool, "--worktree", job.worktree};
+  image.argv_strings = {runs_in_fetch_binary(job.tool) ? "loopr-fetch" : "loopr-tool", job.tool,
+                        "--worktree", job.worktree};
   LaneFacts facts;
   facts.lane = spec.lane;
   facts.job_init = !spec.sandbox_off;
@@ -167,7 +168,7 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
     must(spec, fd, "seccomp", "seccomp", [&] { return seccomp->install(); });
   }
   ::syscall(SYS_execveat, kToolBinaryFd, "", image.argv.data(), image.envp.data(), AT_EMPTY_PATH);
-  fail_job(kSetupErrorFd, step_failed("exec", "execveat loopr-tool", errno));
+  fail_job(kSetupErrorFd, step_failed("exec", "execveat " + std::string(image.argv[0]), errno));
 }
 
 // Step 2: the lane's own mount, IPC and UTS namespaces.
@@ -198,7 +199,8 @@ Result<void> require_landlock(int& abi) {
 }  // namespace
 
 Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
-                                         const std::string& tool_binary) {
+                                         const std::string& tool_binary,
+                                         const std::string& fetch_binary) {
   LaneSandbox lane;
   lane.spec_ = spec;
   // Canonical before the pivot, as the jobs' mount steps compare against them.
@@ -213,6 +215,10 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   if (!lane.tool_binary_) {
     return step_failed("tool binary", "open " + tool_binary, errno);
   }
+  // Optional: without it only web_fetch is refused, saying where it was sought.
+  lane.fetch_binary_path_ = fetch_binary;
+  if (!fetch_binary.empty())
+    lane.fetch_binary_.reset(::open(fetch_binary.c_str(), O_PATH | O_CLOEXEC));
   if (spec.sandbox_off) return lane;
 
   // 0. the lane's pids cgroup: optional, reported, never fatal
@@ -246,6 +252,15 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
 }
 
 Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
+  const bool fetch = runs_in_fetch_binary(job.tool);
+  if (fetch && !fetch_binary_) {
+    return make_error(errc::sandbox_setup,
+                      job.tool + " needs loopr-fetch, which was not found at '" +
+                          fetch_binary_path_ +
+                          "': build it (scripts/build.sh) or install it next to loopr-tool, "
+                          "then restart looprd");
+  }
+  const int binary = fetch ? fetch_binary_.get() : tool_binary_.get();
   UniqueFd stdin_fd(::memfd_create("loopr-job-args", MFD_CLOEXEC));
   if (!stdin_fd) return errno_error(errno, "cannot create the job's stdin", "");
   if (::write(stdin_fd.get(), job.args_json.data(), job.args_json.size()) !=
@@ -278,8 +293,8 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
       const pid_t main_pid = ::fork();
       if (main_pid < 0) fail_job(setup_fd, step_failed("fork", "fork the job's process", errno));
       if (main_pid == 0) {
-        exec_job_main(*this, tool_binary_.get(), job, image, stdin_fd.get(), out->write.get(),
-                      err->write.get(), setup_fd, seccomp);
+        exec_job_main(*this, binary, job, image, stdin_fd.get(), out->write.get(), err->write.get(),
+                      setup_fd, seccomp);
       }
       ::syscall(SYS_close_range, 3u, ~0u, 0);
       run_unsandboxed_job_init(main_pid);
@@ -288,8 +303,8 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
     // it exits, the kernel kills whatever else of the job is left.
     must(spec_, setup_fd, "job-filesystem", "mount namespace",
          [&] { return build_job_filesystem(job.worktree, spec_.filesystem.writable_roots); });
-    exec_job_main(*this, tool_binary_.get(), job, image, stdin_fd.get(), out->write.get(),
-                  err->write.get(), setup_fd, seccomp);
+    exec_job_main(*this, binary, job, image, stdin_fd.get(), out->write.get(), err->write.get(),
+                  setup_fd, seccomp);
   }
   RunningJob running;
   running.pid = static_cast<pid_t>(pid);

@@ -91,11 +91,19 @@ struct RunningJob {
   UniqueFd setup_errors;  // EOF at exec; a message if a sandbox step failed
 };
 
+// The tools loopr-fetch runs (web_fetch); every other tool is loopr-tool's.
+inline bool runs_in_fetch_binary(std::string_view tool) {
+  return tool == "web_fetch";
+}
+
 class LaneSandbox {
  public:
-  // Opens the loopr-tool binary first (O_PATH), so it can be exec'd even if
-  // its folder is hidden from jobs, then builds the lane sandbox.
-  static Result<LaneSandbox> contain(const LaneSandboxSpec& spec, const std::string& tool_binary);
+  // Opens the loopr-tool and loopr-fetch binaries first (O_PATH), so they
+  // can be exec'd even if their folder is hidden from jobs, then builds the
+  // lane sandbox. loopr-tool must open; a missing loopr-fetch only makes
+  // web_fetch jobs fail with an error that says where it was sought.
+  static Result<LaneSandbox> contain(const LaneSandboxSpec& spec, const std::string& tool_binary,
+                                     const std::string& fetch_binary = {});
 
   Result<RunningJob> start_job(const JobLaunch& job) const;
 
@@ -108,6 +116,8 @@ class LaneSandbox {
 
   LaneSandboxSpec spec_;
   UniqueFd tool_binary_;
+  UniqueFd fetch_binary_;  // empty when loopr-fetch was not found
+  std::string fetch_binary_path_;
   std::optional<SeccompProgram> seccomp_;
   int landlock_abi_ = 0;
   LaneCgroupReport cgroup_;

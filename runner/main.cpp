@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   app.add_option("--fd", link_fd, "inherited socket to the daemon");
   app.add_option("--socket", socket_path, "listen on this Unix socket path (tests, debugging)");
   app.add_option("--tool", tool_binary, "path of the loopr-tool binary")->required();
+  std::string fetch_binary;
+  app.add_option("--fetch-tool", fetch_binary,
+                 "path of the loopr-fetch binary (web_fetch; default: next to --tool)");
   app.add_option("--root", spec.filesystem.writable_roots, "writable worktree root (repeatable)");
   app.add_option("--hide", extra_hidden, "another path to hide from jobs (repeatable)");
   app.add_option("--slots", options.slots, "jobs run at once")->check(CLI::Range(1, 256));
@@ -123,7 +126,12 @@ int main(int argc, char** argv) {
     link.reset(link_fd);
   }
 
-  auto sandbox = loopr::runner::LaneSandbox::contain(spec, tool_binary);
+  if (fetch_binary.empty()) {
+    const auto slash = tool_binary.rfind('/');
+    fetch_binary = (slash == std::string::npos ? std::string() : tool_binary.substr(0, slash + 1)) +
+                   "loopr-fetch";
+  }
+  auto sandbox = loopr::runner::LaneSandbox::contain(spec, tool_binary, fetch_binary);
   if (!sandbox) {
     std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox.error().message << "\n"
               << "loopr-runner: " << sandbox.error().hint << "\n";

@@ -11,6 +11,9 @@ packages=(
   libasio-dev nlohmann-json3-dev libtoml11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev
   libncurses-dev
+  # web_fetch: HTML to Markdown/text (libxml2's tolerant HTML parser; also
+  # decodes the page's charset)
+  libxml2-dev
   # SHA-256 content hashes for read-before-edit (already pulled in by libcurl)
   libssl-dev
   # grep's regex engine (PCRE2 with JIT; chosen by measurement, bench/README.md)

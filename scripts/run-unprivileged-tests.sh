@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 user=${LOOPR_TEST_USER:-loopr-unpriv}
-binaries=(runner_test daemon_integration_test looprd loopr-runner loopr-tool loopr-attack-probe)
+binaries=(runner_test daemon_integration_test looprd loopr-runner loopr-tool loopr-fetch loopr-attack-probe)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2

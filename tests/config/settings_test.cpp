@@ -137,6 +137,12 @@ struct Mistake {
   const char* fragment;  // part of the explanation
 };
 
+TEST(SettingsWebFetch, AllowedNetworksAreReadAndNoneByDefault) {
+  EXPECT_TRUE(Settings::defaults().web_fetch.allowed_networks.empty());
+  const Settings s = merged("[web_fetch]\nallowed_networks = [\"10.20.0.0/16\", \"fd00::/8\"]\n");
+  EXPECT_EQ(s.web_fetch.allowed_networks, (std::vector<std::string>{"10.20.0.0/16", "fd00::/8"}));
+}
+
 TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
   const Mistake mistakes[] = {
       {"[deamon]\nlog_level = \"info\"\n", "loopr.toml:1: deamon:", "unknown table"},
@@ -164,6 +170,12 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
       {"[approval.tools]\ngrep = \"never\"\n",
        "loopr.toml:2: approval.tools.grep:", "auto, ask, deny"},
       {"[commands]\nbuild = [\"make\"]\n", "loopr.toml:2: commands.build:", "must be a string"},
+      {"[web_fetch]\nallowed_networks = [\"10.0.0.1/8\"]\n",
+       "loopr.toml:2: web_fetch.allowed_networks:", "did you mean 10.0.0.0/8"},
+      {"[web_fetch]\nallowed_networks = [\"intranet\"]\n",
+       "loopr.toml:2: web_fetch.allowed_networks:", "not an IP address or CIDR range"},
+      {"[web_fetch]\nallowed_hosts = [\"x\"]\n",
+       "loopr.toml:2: web_fetch.allowed_hosts:", "unknown key"},
       {"[loops.review]\nmax_iterations = 3\n",
        "loopr.toml:1: loops.review:", "plan, spec, phase, code"},
       {"[loops.code]\nmax_iterations = 0\n",

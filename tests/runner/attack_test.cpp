@@ -5,7 +5,7 @@
 // user (scripts/run-unprivileged-tests.sh). Test suites are named after the
 // class (Attack01... to Attack19...); tests/runner/README.md maps every class
 // to its tests and to the failure each one asserts, and says what is not
-// covered yet (class 14 needs web_fetch; class 4's daemon side).
+// covered yet (class 4's daemon side).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -21,6 +21,7 @@
 
 #include "tests/runner/process_scan.hpp"
 #include "tests/runner/runner_harness.hpp"
+#include "tests/support/http_test_server.hpp"
 
 namespace loopr::test {
 namespace {
@@ -463,6 +464,77 @@ TEST(Attack13NoNetwork, CurlReachesNeitherTheHostNorTheInternet) {
   EXPECT_LT(::accept(listener, nullptr, nullptr), 0) << "the job reached the host's listener";
   EXPECT_EQ(errno, EAGAIN);
   ::close(listener);
+}
+
+// 14. The net lane through web_fetch: loopback, metadata, private targets,
+// redirects to them and names resolving to them are refused by loopr-fetch
+// inside the lane's sandbox, before a connection (the server counts none).
+// The net lane itself has the host network (its run_command is privileged);
+// the control test shows web_fetch does reach an allowed local server there.
+// web_fetch's JSON result; a tool error (exit 1, status failed) is one too.
+json fetch_in_lane(RunnerHarness& runner, const json& args) {
+  const proto::JobResult result = runner.run("web_fetch", args);
+  EXPECT_TRUE(result.status == JobStatus::success || result.status == JobStatus::failed)
+      << result.output << result.stderr_bytes << result.error.value_or("");
+  json output = json::parse(result.output, nullptr, false);
+  return output.is_discarded() ? json() : output;
+}
+
+TEST(Attack14WebFetchTargets, LoopbackMetadataAndPrivateTargetsAreRefusedInTheNetLane) {
+  HttpTestServer server;
+  server.route("/", {200, "text/plain", "secret", ""});
+  const std::string port = std::to_string(server.port());
+  RunnerHarness runner(net_lane());
+  const struct {
+    std::string url;
+    const char* why;
+  } targets[] = {
+      {"http://127.0.0.1:" + port + "/", "loopback"},
+      {"http://localhost:" + port + "/", "loopback"},
+      {"http://2130706433:" + port + "/", "loopback"},
+      {"http://[::ffff:127.0.0.1]:" + port + "/", "loopback"},
+      {"http://[::1]:" + port + "/", "loopback"},
+      {"http://169.254.169.254/latest/meta-data/", "link-local"},
+      {"http://10.0.0.1/", "RFC 1918"},
+      {"http://192.168.0.1/", "RFC 1918"},
+  };
+  for (const auto& target : targets) {
+    const json out = fetch_in_lane(runner, {{"url", target.url}});
+    EXPECT_EQ(out["error"]["code"], "sandbox_denied") << target.url << ": " << out.dump();
+    EXPECT_NE(out["error"].value("message", "").find(target.why), std::string::npos)
+        << target.url << ": " << out.dump();
+  }
+  EXPECT_EQ(server.connections(), 0);
+}
+
+TEST(Attack14WebFetchTargets, ARedirectFromAnAllowedServerToAnotherIsRefused) {
+  HttpTestServer inner("127.0.0.2");
+  inner.route("/secret", {200, "text/plain", "secret", ""});
+  HttpTestServer outer;
+  outer.route("/hop", {302, "text/plain", "", inner.base_url() + "/secret"});
+  outer.route("/page", {200, "text/html", "<h1>fetched in the lane</h1>", ""});
+  RunnerHarness runner(net_lane());
+  const json allow = {"127.0.0.1/32"};
+  // Control: an allowed address is fetched from inside the lane.
+  const json page =
+      fetch_in_lane(runner, {{"url", outer.base_url() + "/page"}, {"allowed_networks", allow}});
+  EXPECT_EQ(page["content"], "# fetched in the lane") << page.dump();
+  const json hop =
+      fetch_in_lane(runner, {{"url", outer.base_url() + "/hop"}, {"allowed_networks", allow}});
+  EXPECT_EQ(hop["error"]["code"], "sandbox_denied") << hop.dump();
+  EXPECT_NE(hop["error"].value("message", "").find("127.0.0.2"), std::string::npos);
+  EXPECT_EQ(inner.connections(), 0);
+  EXPECT_EQ(outer.connections(), 2);
+}
+
+TEST(Attack14WebFetchTargets, TheNoNetLaneCannotFetchAtAll) {
+  RunnerHarness runner;  // no-net
+  const json out = fetch_in_lane(runner, {{"url", "http://deb.debian.org/"}});
+  EXPECT_EQ(out["error"]["code"], "sandbox_denied") << out.dump();
+  EXPECT_NE(out["error"].value("message", "").find("network is off in lane no-net"),
+            std::string::npos)
+      << out.dump();
+  EXPECT_FALSE(out.contains("content"));
 }
 
 // 15. The daemon's socket, D-Bus, docker.sock, abstract sockets.

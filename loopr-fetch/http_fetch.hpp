@@ -1,0 +1,48 @@
+// http_get: one GET of an http(s) URL with libcurl, following redirects
+// itself so that every hop is checked: the URL's scheme (http, https only)
+// and, through CURLOPT_OPENSOCKETFUNCTION, the address of every socket the
+// transfer is about to connect, after DNS resolution (AddressPolicy). No
+// proxy is used, whatever the environment says: a proxy would hide the
+// address that must be checked.
+//
+// Memory: the body is kept up to limits.max_body_bytes; the rest of the
+// transfer is abandoned and `body_truncated` says so. Threads: one call at a
+// time per process is enough for loopr-fetch; nothing is shared between calls.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "common/error.hpp"
+#include "loopr-fetch/address_policy.hpp"
+
+namespace loopr::fetch {
+
+struct FetchLimits {
+  std::size_t max_body_bytes = 8u << 20;
+  int max_redirects = 5;
+  std::chrono::milliseconds connect_timeout{10'000};
+  // A transfer slower than 1 byte/s for this long is abandoned (the lane's
+  // job timeout bounds the whole call).
+  std::chrono::seconds stall_timeout{20};
+};
+
+struct FetchedPage {
+  std::string url;           // the final URL, after redirects
+  long status = 0;           // HTTP status of the final response
+  std::string content_type;  // as sent, e.g. "text/html; charset=utf-8"; may be empty
+  std::string remote_address;
+  int redirects = 0;
+  std::string body;
+  bool body_truncated = false;
+};
+
+// `url` must have passed checked_fetch_url. Errors: sandbox_denied (an
+// address the policy refuses, at any hop), invalid_arguments (a redirect to
+// another scheme), not_found (the host does not resolve), timeout, io
+// (connection, TLS, too many redirects), each with a hint.
+Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy,
+                             const FetchLimits& limits);
+
+}  // namespace loopr::fetch
