@@ -1,6 +1,5 @@
 #include "loopr-fetch/web_fetch.hpp"
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "loopr-fetch/html_text.hpp"
 #include "loopr-fetch/http_fetch.hpp"
 #include "loopr-tool/arguments.hpp"
+#include "loopr-tool/job_facts.hpp"
 
 namespace loopr::fetch {
 namespace {
@@ -21,14 +21,6 @@ using Json = nlohmann::json;
 constexpr std::size_t kDefaultOutputCap = 500'000;
 // An HTTP error's page, quoted in the error message, is cut to this.
 constexpr std::size_t kErrorExcerptBytes = 600;
-
-std::size_t output_cap() {
-  if (const char* cap = std::getenv("LOOPR_MAX_OUTPUT_BYTES")) {
-    const long long value = std::atoll(cap);
-    if (value > 4096) return static_cast<std::size_t>(value);
-  }
-  return kDefaultOutputCap;
-}
 
 bool is_html(const std::string& media_type) {
   return media_type == "text/html" || media_type == "application/xhtml+xml";
@@ -108,15 +100,13 @@ Result<Json> web_fetch(const tool::Worktree& /*worktree*/, const Json& args) {
   }
   auto url = checked_fetch_url(*url_text);
   if (!url) return std::move(url).error();
-  // The runner says when the lane has no network (LOOPR_NETWORK=off): the
-  // resolver would only fail with a misleading "cannot resolve host".
-  if (const char* network = std::getenv("LOOPR_NETWORK");
-      network && std::string(network) == "off") {
-    const char* lane = std::getenv("LOOPR_LANE");
-    return make_error(errc::sandbox_denied,
-                      "network is off in lane " + std::string(lane ? lane : "?") +
-                          "; web_fetch cannot reach " + *url,
-                      "web_fetch belongs in lane net (catalog.toml [tools.web_fetch] lane)");
+  // The runner says when the lane has no network: the resolver would only
+  // fail with a misleading "cannot resolve host".
+  if (tool::job_network_off()) {
+    return make_error(
+        errc::sandbox_denied,
+        "network is off in lane " + tool::job_lane() + "; web_fetch cannot reach " + *url,
+        "web_fetch belongs in lane net (catalog.toml [tools.web_fetch] lane)");
   }
 
   auto page = http_get(*url, *policy, FetchLimits{});
@@ -166,7 +156,7 @@ Result<Json> web_fetch(const tool::Worktree& /*worktree*/, const Json& args) {
     error.details = Json{{"status", page->status}, {"url", page->url}};
     return error;
   }
-  fit_content(result, std::move(content), output_cap());
+  fit_content(result, std::move(content), tool::job_max_output_bytes().value_or(kDefaultOutputCap));
   return result;
 }
 

@@ -56,6 +56,7 @@
 #include "common/output_capture.hpp"
 #include "common/utf8.hpp"
 #include "loopr-tool/arguments.hpp"
+#include "loopr-tool/job_facts.hpp"
 #include "loopr-tool/tools.hpp"
 #include "proto/base64.hpp"
 
@@ -99,10 +100,7 @@ std::string env_or_empty(const char* name) {
 std::uint64_t stream_cap() {
   // The runner passes the job's max_output_bytes; each stream gets half, so
   // the JSON result stays within it.
-  if (const char* cap = std::getenv("LOOPR_MAX_OUTPUT_BYTES")) {
-    const long long value = std::atoll(cap);
-    if (value > 1024) return static_cast<std::uint64_t>(value) / 2 - 256;
-  }
+  if (const auto cap = job_max_output_bytes(); cap && *cap > 1024) return *cap / 2 - 256;
   return 50'000;
 }
 
@@ -110,15 +108,9 @@ bool contains(const std::string& haystack, const char* needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-bool lane_has_no_network(const std::string& lane) {
-  const std::string network = env_or_empty("LOOPR_NETWORK");
-  if (!network.empty()) return network == "off";
-  return lane == "no-net";
-}
-
 // A sentence for the model when the failure looks like a sandbox refusal.
 std::string sandbox_note(const std::string& out, const std::string& err) {
-  const std::string lane = env_or_empty("LOOPR_LANE");
+  const std::string lane = job_lane();
   const std::string text = out + "\n" + err;
   const bool network_failure =
       contains(text, "Could not resolve host") || contains(text, "Network is unreachable") ||
@@ -128,7 +120,7 @@ std::string sandbox_note(const std::string& out, const std::string& err) {
       contains(text, "socket: Operation not permitted") || contains(text, "Connection refused") ||
       contains(text, "Failed to connect") || contains(text, "Couldn't connect") ||
       contains(text, "/dev/tcp/") || contains(text, "/dev/udp/");
-  if (!lane.empty() && lane_has_no_network(lane) && network_failure) {
+  if (!lane.empty() && job_network_off() && network_failure) {
     return "network is off in lane " + lane + "; use run_command (lane net) for network access";
   }
   if (!lane.empty() && contains(text, "Read-only file system")) {
