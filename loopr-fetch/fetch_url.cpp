@@ -77,4 +77,10 @@ std::string resolve_http_url(const std::string& base, std::string_view reference
   return url_part(handle.get(), CURLUPART_URL);
 }
 
+std::string host_of_url(const std::string& url) {
+  UrlHandle handle(curl_url());
+  if (!handle || curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return {};
+  return url_part(handle.get(), CURLUPART_HOST);
+}
+
 }  // namespace loopr::fetch

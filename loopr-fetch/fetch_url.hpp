@@ -24,4 +24,8 @@ Result<std::string> checked_fetch_url(std::string_view url);
 // mailto:, data:).
 std::string resolve_http_url(const std::string& base, std::string_view reference);
 
+// The host of an absolute URL ("https://Example.com:8080/x" -> "Example.com");
+// empty when it does not parse.
+std::string host_of_url(const std::string& url);
+
 }  // namespace loopr::fetch

@@ -247,6 +247,15 @@ class Renderer {
  private:
   bool markdown() const { return style_ == TextStyle::markdown; }
 
+  // The Markdown that wraps an inline element's text, the same on both
+  // sides; empty for other elements (and for <code> inside <pre>).
+  std::string_view inline_markup(std::string_view name) const {
+    if (name == "code") return preformatted_ == 0 ? "`" : "";
+    if (name == "strong" || name == "b") return "**";
+    if (name == "em" || name == "i") return "*";
+    return "";
+  }
+
   // Writes what opens `node`; false when its subtree is skipped.
   bool enter(const xmlNode* node) {
     if (node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) {
@@ -284,12 +293,8 @@ class Renderer {
         writer_.newline();
       }
       ++preformatted_;
-    } else if (name == "code" && preformatted_ == 0) {
-      if (markdown()) writer_.open_markup("`");
-    } else if (name == "strong" || name == "b") {
-      if (markdown()) writer_.open_markup("**");
-    } else if (name == "em" || name == "i") {
-      if (markdown()) writer_.open_markup("*");
+    } else if (const std::string_view markup = inline_markup(name); !markup.empty()) {
+      if (markdown()) writer_.open_markup(markup);
     } else if (name == "a") {
       open.href = resolve_http_url(base_url_, property(node, "href"));
       open.start = writer_.inline_start();
@@ -353,12 +358,8 @@ class Renderer {
         writer_.block_break(0);
         writer_.open_markup("```");
       }
-    } else if (name == "code" && preformatted_ == 0) {
-      if (markdown()) writer_.close_markup("`");
-    } else if (name == "strong" || name == "b") {
-      if (markdown()) writer_.close_markup("**");
-    } else if (name == "em" || name == "i") {
-      if (markdown()) writer_.close_markup("*");
+    } else if (const std::string_view markup = inline_markup(name); !markup.empty()) {
+      if (markdown()) writer_.close_markup(markup);
     } else if (name == "a") {
       if (markdown() && !open.href.empty() && !writer_.written_nothing_since(open.start)) {
         writer_.insert_at(open.start, "[");

@@ -68,28 +68,16 @@ std::size_t keep_body(char* data, std::size_t size, std::size_t count, void* con
   return bytes;
 }
 
-std::string host_of(const std::string& url) {
-  CURLU* parsed = curl_url();
-  std::string host;
-  char* raw = nullptr;
-  if (parsed && curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(parsed, CURLUPART_HOST, &raw, 0) == CURLUE_OK && raw) {
-    host = raw;
-    curl_free(raw);
-  }
-  curl_url_cleanup(parsed);
-  return host;
-}
-
 Error transfer_error(CURLcode code, const char* detail, const Transfer& transfer) {
   const std::string what =
       std::string(curl_easy_strerror(code)) +
       (detail != nullptr && detail[0] != '\0' ? ": " + std::string(detail) : "");
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
-      return make_error(errc::not_found,
-                        "cannot resolve host '" + host_of(transfer.url) + "' of " + transfer.url,
-                        "check the host name in the URL");
+      return make_error(
+          errc::not_found,
+          "cannot resolve host '" + host_of_url(transfer.url) + "' of " + transfer.url,
+          "check the host name in the URL");
     case CURLE_OPERATION_TIMEDOUT:
       return make_error(errc::timeout, "fetching " + transfer.url + " timed out (" + what + ")",
                         "the server is slow or unreachable; try again later or another source");
