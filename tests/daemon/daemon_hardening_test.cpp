@@ -237,12 +237,6 @@ TEST_F(DaemonHardeningAsking, ShutdownWithdrawsAPendingApprovalAsCancelled) {
 
 // ---- the runner link ------------------------------------------------------------
 
-std::string fake_runner(TempTree& tree, const std::string& name, const std::string& body) {
-  tree.write(name, "#!/bin/sh\n" + body);
-  ::chmod(tree.path(name).c_str(), 0755);
-  return tree.path(name);
-}
-
 // A runner that exits before its handshake (a missing library, a refused
 // version): calls fail at once with its exit status and its last words, not
 // after waiting out their timeout for a slot.

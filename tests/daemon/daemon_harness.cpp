@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,6 +231,12 @@ nlohmann::json request_line_json(std::int64_t id, const std::string& method,
 
 std::string request_line(std::int64_t id, const std::string& method, nlohmann::json params) {
   return request_line_json(id, method, std::move(params)).dump() + "\n";
+}
+
+std::string fake_runner(TempTree& tree, const std::string& name, const std::string& body) {
+  tree.write(name, "#!/bin/sh\n" + body);
+  ::chmod(tree.path(name).c_str(), 0755);
+  return tree.path(name);
 }
 
 }  // namespace loopr::test

@@ -86,4 +86,9 @@ nlohmann::json request_line_json(std::int64_t id, const std::string& method,
 std::string request_line(std::int64_t id, const std::string& method,
                          nlohmann::json params = nlohmann::json::object());
 
+// A stand-in for loopr-runner (for looprd --runner): an executable shell
+// script `name` in `tree` running `body`, so the daemon's side of the runner
+// link can be tested against a runner that misbehaves. Returns its path.
+std::string fake_runner(TempTree& tree, const std::string& name, const std::string& body);
+
 }  // namespace loopr::test

@@ -708,14 +708,6 @@ TEST(DaemonLifetime, HupReloadsTheCatalogAndABadOneKeepsTheOld) {
 namespace loopr::test {
 namespace {
 
-// A stand-in for loopr-runner, so the daemon's side of the runner link can be
-// tested against a runner that misbehaves.
-std::string fake_runner(TempTree& tree, const std::string& name, const std::string& body) {
-  tree.write(name, "#!/bin/sh\n" + body);
-  ::chmod(tree.path(name).c_str(), 0755);
-  return tree.path(name);
-}
-
 TEST(DaemonRunnerLink, ALaneThatCannotBuildItsSandboxFailsCallsAtOnceSayingWhy) {
   TempTree scripts;
   const std::string runner = fake_runner(
