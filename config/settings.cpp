@@ -111,10 +111,19 @@ class SettingsReader {
         providers(v);
       } else if (key == "llm") {
         llm(v);
+      } else if (key == "prices") {
+        prices(v);
+      } else if (key == "budgets") {
+        budgets(v);
+      } else if (key == "loop_health") {
+        loop_health(v);
+      } else if (key == "worktrees") {
+        worktrees(v);
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
-             "[commands], [web_fetch], [loops.*], [providers.*] and [llm]");
+             "[commands], [web_fetch], [loops.*], [providers.*], [llm], [prices.*], "
+             "[budgets.loop], [budgets.global], [loop_health] and [worktrees]");
       }
     }
   }
@@ -370,7 +379,10 @@ class SettingsReader {
       }
       detail::refuse_unknown_keys(
           pt, base,
-          {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script"});
+          {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script",
+           "stream", "context_window", "max_tokens", "prompt_caching", "connect_timeout_ms",
+           "first_byte_timeout_ms", "idle_timeout_ms", "retry_base_delay_ms",
+           "retry_max_delay_ms"});
       note(base, pt);
       auto existing = s_.providers.find(name);
       ProviderSettings p;
@@ -410,6 +422,24 @@ class SettingsReader {
           p.max_retries = detail::read_integer_in(v, key, 0, 20, "retries");
         } else if (entry.key == "script") {
           p.script = path(v, key, true);
+        } else if (entry.key == "stream") {
+          p.stream = detail::read_bool(v, key);
+        } else if (entry.key == "context_window") {
+          p.context_window = detail::read_integer_in(v, key, 0, 100'000'000, "tokens");
+        } else if (entry.key == "max_tokens") {
+          p.max_tokens = detail::read_integer_in(v, key, 1, 10'000'000, "tokens");
+        } else if (entry.key == "prompt_caching") {
+          p.prompt_caching = detail::read_bool(v, key);
+        } else if (entry.key == "connect_timeout_ms") {
+          p.connect_timeout_ms = detail::read_integer_in(v, key, 100, 600'000, "milliseconds");
+        } else if (entry.key == "first_byte_timeout_ms") {
+          p.first_byte_timeout_ms = detail::read_integer_in(v, key, 100, 3'600'000, "milliseconds");
+        } else if (entry.key == "idle_timeout_ms") {
+          p.idle_timeout_ms = detail::read_integer_in(v, key, 100, 3'600'000, "milliseconds");
+        } else if (entry.key == "retry_base_delay_ms") {
+          p.retry_base_delay_ms = detail::read_integer_in(v, key, 1, 600'000, "milliseconds");
+        } else if (entry.key == "retry_max_delay_ms") {
+          p.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 3'600'000, "milliseconds");
         }
       }
       s_.providers[name] = std::move(p);
@@ -423,6 +453,106 @@ class SettingsReader {
       const toml::value& v = table.at("provider");
       note("llm.provider", v);
       s_.llm.provider = detail::read_string(v, "llm.provider");
+    }
+  }
+
+  // A non-negative number of USD (a TOML integer or float).
+  double usd(const toml::value& v, const std::string& key) {
+    double value = 0;
+    if (v.is_integer()) {
+      value = static_cast<double>(v.as_integer());
+    } else if (v.is_floating()) {
+      value = v.as_floating();
+    } else {
+      fail(v, key, "must be a number of US dollars, got " + detail::describe(v));
+    }
+    if (!(value >= 0) || value > 1e9) fail(v, key, "must be between 0 and 1e9 US dollars");
+    return value;
+  }
+
+  void prices(const toml::value& table) {
+    detail::require_table(table, "prices");
+    for (const auto& model_entry : detail::entries(table)) {
+      const std::string base = "prices.\"" + model_entry.key + "\"";
+      const toml::value& mt = *model_entry.value;
+      detail::require_table(mt, base);
+      detail::refuse_unknown_keys(mt, base,
+                                  {"input_usd_per_mtok", "output_usd_per_mtok",
+                                   "cache_read_usd_per_mtok", "cache_write_usd_per_mtok"});
+      ModelPrice& price = s_.prices[model_entry.key];
+      for (const auto& entry : detail::entries(mt)) {
+        const std::string key = base + "." + entry.key;
+        note(key, *entry.value);
+        const double value = usd(*entry.value, key);
+        if (entry.key == "input_usd_per_mtok") price.input = value;
+        if (entry.key == "output_usd_per_mtok") price.output = value;
+        if (entry.key == "cache_read_usd_per_mtok") price.cache_read = value;
+        if (entry.key == "cache_write_usd_per_mtok") price.cache_write = value;
+      }
+    }
+  }
+
+  void budget_limits(const toml::value& table, const std::string& base, BudgetLimits& limits) {
+    detail::require_table(table, base);
+    detail::refuse_unknown_keys(
+        table, base,
+        {"turns_per_iteration", "tool_calls", "wall_clock_s", "input_tokens", "output_tokens",
+         "cache_read_tokens", "cache_write_tokens", "usd"});
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = base + "." + entry.key;
+      note(key, v);
+      constexpr std::int64_t kMax = 1'000'000'000'000;
+      if (entry.key == "usd") {
+        limits.usd = usd(v, key);
+      } else if (entry.key == "turns_per_iteration") {
+        limits.turns_per_iteration = detail::read_integer_in(v, key, 1, 100000, "model turns");
+      } else if (entry.key == "tool_calls") {
+        limits.tool_calls = detail::read_integer_in(v, key, 1, kMax, "tool calls");
+      } else if (entry.key == "wall_clock_s") {
+        limits.wall_clock_s = detail::read_integer_in(v, key, 1, kMax, "seconds");
+      } else {
+        const std::int64_t tokens = detail::read_integer_in(v, key, 1, kMax, "tokens");
+        if (entry.key == "input_tokens") limits.input_tokens = tokens;
+        if (entry.key == "output_tokens") limits.output_tokens = tokens;
+        if (entry.key == "cache_read_tokens") limits.cache_read_tokens = tokens;
+        if (entry.key == "cache_write_tokens") limits.cache_write_tokens = tokens;
+      }
+    }
+  }
+
+  void budgets(const toml::value& table) {
+    detail::require_table(table, "budgets");
+    detail::refuse_unknown_keys(table, "budgets", {"loop", "global"});
+    for (const auto& entry : detail::entries(table)) {
+      budget_limits(*entry.value, "budgets." + entry.key,
+                    entry.key == "loop" ? s_.budgets.loop : s_.budgets.global);
+    }
+  }
+
+  void loop_health(const toml::value& table) {
+    detail::require_table(table, "loop_health");
+    detail::refuse_unknown_keys(
+        table, "loop_health",
+        {"repeated_call_limit", "unchanged_iteration_limit", "malformed_call_limit"});
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "loop_health." + entry.key;
+      note(key, v);
+      const std::int64_t value = detail::read_integer_in(v, key, 1, 1000, "times");
+      if (entry.key == "repeated_call_limit") s_.loop_health.repeated_call_limit = value;
+      if (entry.key == "unchanged_iteration_limit")
+        s_.loop_health.unchanged_iteration_limit = value;
+      if (entry.key == "malformed_call_limit") s_.loop_health.malformed_call_limit = value;
+    }
+  }
+
+  void worktrees(const toml::value& table) {
+    detail::require_table(table, "worktrees");
+    detail::refuse_unknown_keys(table, "worktrees", {"folder"});
+    if (table.contains("folder")) {
+      note("worktrees.folder", table.at("folder"));
+      s_.worktrees.folder = path(table.at("folder"), "worktrees.folder", true);
     }
   }
 
@@ -466,10 +596,28 @@ void check_consistency(const Settings& s) {
   }
 }
 
+bool beneath(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+void check_worktree_folder(const Settings& s) {
+  if (s.worktrees.folder.empty()) return;
+  for (const std::string& root : s.sandbox.worktree_roots) {
+    if (beneath(s.worktrees.folder, root)) return;
+  }
+  fail_at_origin(s, "worktrees.folder",
+                 "\"" + s.worktrees.folder +
+                     "\" is not beneath any [sandbox] worktree_roots entry; loops' tools run "
+                     "only there: pick a folder inside one, or add a root");
+}
+
 Settings merged(const Settings& base, const toml::value& document, const EnvLookup& env) {
   Settings next = base;
   SettingsReader(next, env).apply(document);
   check_consistency(next);
+  check_worktree_folder(next);
   return next;
 }
 
@@ -536,6 +684,12 @@ Settings Settings::defaults() {
   s.providers["anthropic"] = provider_defaults(ProviderKind::anthropic);
   s.providers["openai"] = provider_defaults(ProviderKind::openai);
   s.llm.provider = "anthropic";
+  // List prices at the time of writing; [prices."MODEL"] in loopr.toml
+  // replaces them. A loop with a USD budget refuses to start on a model
+  // without a price.
+  s.prices["claude-sonnet-4-5"] = ModelPrice{3.0, 15.0, 0.30, 3.75};
+  s.prices["gpt-4.1"] = ModelPrice{2.0, 8.0, 0.50, 0.0};
+  s.budgets.loop.turns_per_iteration = 50;
   return s;
 }
 
@@ -588,6 +742,13 @@ ApprovalPolicy Settings::approval_for(const ToolSpec& tool) const {
 
 const ProviderSettings& Settings::active_provider() const {
   return providers.at(llm.provider);
+}
+
+std::string Settings::worktree_folder() const {
+  if (!worktrees.folder.empty()) return worktrees.folder;
+  if (sandbox.worktree_roots.empty()) return {};
+  const std::string& root = sandbox.worktree_roots.front();
+  return root == "/" ? "/.loopr-worktrees" : root + "/.loopr-worktrees";
 }
 
 }  // namespace loopr::config

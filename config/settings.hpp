@@ -118,6 +118,64 @@ struct ProviderSettings {
   std::string key_file;     // or a file holding it (absolute); tried after api_key_env
   std::int64_t max_retries = 3;
   std::string script;  // scripted: the recorded session file (absolute)
+  // Server-sent events: text reaches clients live; false sends plain JSON.
+  bool stream = true;
+  // Tokens the model accepts in one call; 0: the kind's default (Anthropic
+  // 200000, OpenAI-compatible 128000). Local servers often need this set.
+  std::int64_t context_window = 0;
+  std::int64_t max_tokens = 8192;  // output tokens one call may produce
+  // Anthropic: cache_control on the system prompt and the tool definitions.
+  bool prompt_caching = true;
+  std::int64_t connect_timeout_ms = 10000;
+  std::int64_t first_byte_timeout_ms = 120000;  // request sent -> response head
+  std::int64_t idle_timeout_ms = 60000;         // longest silence inside a stream
+  std::int64_t retry_base_delay_ms = 1000;      // first back-off; doubles, with jitter
+  std::int64_t retry_max_delay_ms = 60000;      // cap of one back-off (retry-after too)
+};
+
+// [prices."MODEL"]: USD per million tokens of each class, for cost budgets.
+struct ModelPrice {
+  double input = 0;
+  double output = 0;
+  double cache_read = 0;
+  double cache_write = 0;
+};
+
+// [budgets.loop] (each loop's default; loop.create may lower or raise it) and
+// [budgets.global] (all loops of this state folder together, for as long as
+// the store keeps them). Unset: no limit. A loop's iterations come from
+// [loops.TYPE] max_iterations.
+struct BudgetLimits {
+  std::optional<std::int64_t> turns_per_iteration;
+  std::optional<std::int64_t> tool_calls;
+  std::optional<std::int64_t> wall_clock_s;
+  std::optional<std::int64_t> input_tokens;
+  std::optional<std::int64_t> output_tokens;
+  std::optional<std::int64_t> cache_read_tokens;
+  std::optional<std::int64_t> cache_write_tokens;
+  std::optional<double> usd;
+};
+
+struct BudgetSettings {
+  BudgetLimits loop;    // defaults: turns_per_iteration 50
+  BudgetLimits global;  // defaults: none
+};
+
+// [loop_health]: when a loop is noticed going round in circles.
+struct LoopHealthSettings {
+  // The same call (tool, arguments, result) this many times in a loop.
+  std::int64_t repeated_call_limit = 3;
+  // Iterations in a row that change nothing and fail validation the same way.
+  std::int64_t unchanged_iteration_limit = 2;
+  // Malformed tool calls in a row before the iteration ends.
+  std::int64_t malformed_call_limit = 3;
+};
+
+// [worktrees]: where loops' git worktrees are made.
+struct WorktreeSettings {
+  // Must lie beneath a [sandbox] worktree_roots entry; empty: ".loopr-worktrees"
+  // in the first worktree root.
+  std::string folder;
 };
 
 struct LlmSettings {
@@ -134,6 +192,10 @@ struct Settings {
   std::map<std::string, LoopSettings> loops;  // exactly kLoopTypes
   std::map<std::string, ProviderSettings> providers;
   LlmSettings llm;
+  std::map<std::string, ModelPrice> prices;  // by model name
+  BudgetSettings budgets;
+  LoopHealthSettings loop_health;
+  WorktreeSettings worktrees;
   // Dotted key ("loops.code.tools") → where a file set it; keys left at their
   // default are absent.
   std::map<std::string, Origin> origins;
@@ -154,6 +216,9 @@ struct Settings {
   // run inside a lane sandbox (DESIGN §6).
   ApprovalPolicy approval_for(const ToolSpec& tool) const;
   const ProviderSettings& active_provider() const;
+  // Where loop worktrees go: worktrees.folder, else <first root>/.loopr-worktrees;
+  // empty when no worktree root is configured.
+  std::string worktree_folder() const;
 };
 
 }  // namespace loopr::config

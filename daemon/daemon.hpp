@@ -25,7 +25,7 @@
 #include "daemon/metrics.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
-#include "daemon/store.hpp"
+#include "store/store.hpp"
 #include "daemon/tool_router.hpp"
 
 namespace loopr::daemon {

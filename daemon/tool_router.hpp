@@ -35,9 +35,13 @@
 #include "daemon/path_locks.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
-#include "daemon/store.hpp"
+#include "store/store.hpp"
 
 namespace loopr::daemon {
+
+using store::args_digest;
+using store::Store;
+using store::ToolCallRecord;
 
 struct ToolCallRequest {
   std::string tool;

@@ -16,7 +16,7 @@
 #include <set>
 #include <thread>
 
-#include "daemon/store.hpp"
+#include "store/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 
 namespace loopr::test {
@@ -664,7 +664,7 @@ TEST(DaemonLifetime, ARestartKeepsTheStore) {
   daemon.start();
   ASSERT_EQ(daemon.tool("read_file", {{"path", "s.txt"}})["ok"], true);
   daemon.stop(SIGTERM);
-  auto store = daemon::Store::open(daemon.state_dir());
+  auto store = store::Store::open(daemon.state_dir());
   EXPECT_EQ(store.count_tool_calls().value(), 6);
   auto recent = store.recent_tool_calls(1).value();
   ASSERT_EQ(recent.size(), 1u);

@@ -1,4 +1,4 @@
-#include "daemon/store.hpp"
+#include "store/store.hpp"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -19,7 +19,7 @@
 #include "common/unique_fd.hpp"
 #include "tests/support/temp_tree.hpp"
 
-namespace loopr::daemon {
+namespace loopr::store {
 namespace {
 
 namespace fs = std::filesystem;
@@ -297,8 +297,8 @@ TEST_F(StoreTest, AnUpgradeStepRunsOnceAndKeepsTheRows) {
     ASSERT_TRUE(store.record_tool_call(record).ok());
   }
   const auto next = history_with(R"sql(
-    CREATE TABLE loops (id TEXT PRIMARY KEY NOT NULL) STRICT;
-    ALTER TABLE tool_calls ADD COLUMN loop_id TEXT REFERENCES loops (id);
+    CREATE TABLE future_things (id TEXT PRIMARY KEY NOT NULL) STRICT;
+    ALTER TABLE tool_calls ADD COLUMN future_id TEXT REFERENCES future_things (id);
   )sql");
   for (int open = 0; open < 2; ++open) {  // the second open must not run the step again
     Store store = Store::open(state_dir(), next);
@@ -308,7 +308,7 @@ TEST_F(StoreTest, AnUpgradeStepRunsOnceAndKeepsTheRows) {
   RawDb raw(db_path());
   EXPECT_EQ(raw.integer("PRAGMA user_version"), current_version() + 1);
   EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_table_info('tool_calls') "
-                     "WHERE name = 'loop_id'"),
+                     "WHERE name = 'future_id'"),
             "1");
 }
 
@@ -318,7 +318,7 @@ TEST_F(StoreTest, AFailedUpgradeStepLeavesThePreviousVersion) {
     ASSERT_TRUE(store.record_tool_call(sample_record("kept", 1)).ok());
   }
   const auto broken = history_with(
-      "CREATE TABLE loops (id TEXT PRIMARY KEY NOT NULL) STRICT;"
+      "CREATE TABLE future_things (id TEXT PRIMARY KEY NOT NULL) STRICT;"
       "INSERT INTO no_such_table VALUES (1);");
   try {
     Store::open(state_dir(), broken);
@@ -333,7 +333,7 @@ TEST_F(StoreTest, AFailedUpgradeStepLeavesThePreviousVersion) {
   {
     RawDb raw(db_path());
     EXPECT_EQ(raw.integer("PRAGMA user_version"), current_version());
-    EXPECT_EQ(raw.text("SELECT count(*) FROM sqlite_schema WHERE name = 'loops'"), "0");
+    EXPECT_EQ(raw.text("SELECT count(*) FROM sqlite_schema WHERE name = 'future_things'"), "0");
   }
   const Store store = Store::open(state_dir());
   EXPECT_EQ(*store.count_tool_calls(), 1);
@@ -341,7 +341,7 @@ TEST_F(StoreTest, AFailedUpgradeStepLeavesThePreviousVersion) {
 
 TEST_F(StoreTest, ANewerSchemaIsRefusedAndTheFileLeftUnchanged) {
   {
-    Store store = Store::open(state_dir(), history_with("CREATE TABLE loops (id TEXT) STRICT;"));
+    Store store = Store::open(state_dir(), history_with("CREATE TABLE future_things (id TEXT) STRICT;"));
     ASSERT_TRUE(store.record_tool_call(sample_record("from-the-future", 1)).ok());
   }
   const std::string before = db_bytes();
@@ -524,4 +524,4 @@ TEST(ArgsDigest, IsStableAcrossKeyOrderAndSeesValues) {
 }
 
 }  // namespace
-}  // namespace loopr::daemon
+}  // namespace loopr::store

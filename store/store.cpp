@@ -1,4 +1,4 @@
-#include "daemon/store.hpp"
+#include "store/store.hpp"
 
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -16,9 +16,12 @@
 
 #include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
+#include "store/sqlite_support.hpp"
 
-namespace loopr::daemon {
+namespace loopr::store {
 namespace {
+
+using namespace detail;
 
 constexpr const char* kDatabaseFileName = "loopr.db";
 // PRAGMA application_id of a loopr database: "loop" in ASCII. A database with
@@ -61,86 +64,34 @@ CREATE TABLE tool_calls (
 CREATE INDEX tool_calls_by_started_at ON tool_calls (started_at_ms);
 CREATE INDEX tool_calls_by_tool ON tool_calls (tool);
 )sql"},
+    {2, "create loops and loop_steps", R"sql(
+CREATE TABLE loops (
+  id            TEXT    PRIMARY KEY NOT NULL,
+  seq           INTEGER NOT NULL UNIQUE,
+  type          TEXT    NOT NULL,
+  parent_id     TEXT    REFERENCES loops (id),
+  status        TEXT    NOT NULL,
+  spec          TEXT    NOT NULL,
+  state         TEXT    NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX loops_by_status ON loops (status);
+CREATE INDEX loops_by_parent ON loops (parent_id);
+
+CREATE TABLE loop_steps (
+  id        INTEGER PRIMARY KEY,
+  loop_id   TEXT    NOT NULL REFERENCES loops (id),
+  iteration INTEGER NOT NULL,
+  kind      TEXT    NOT NULL,
+  data      TEXT    NOT NULL,
+  at_ms     INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX loop_steps_by_loop ON loop_steps (loop_id, iteration, id);
+)sql"},
 };
-
-// ---- A small RAII layer over libsqlite3 -------------------------------------
-
-struct ConnectionCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-using Connection = std::unique_ptr<sqlite3, ConnectionCloser>;
-
-struct StatementFinalizer {
-  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
-};
-using Statement = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
-
-// One use of a cached statement: on scope exit it is reset and its bindings
-// cleared, whatever path left the scope, so the next use starts clean.
-class StatementUse {
- public:
-  explicit StatementUse(const Statement& statement) : statement_(statement.get()) {}
-  StatementUse(const StatementUse&) = delete;
-  StatementUse& operator=(const StatementUse&) = delete;
-  ~StatementUse() {
-    sqlite3_reset(statement_);
-    sqlite3_clear_bindings(statement_);
-  }
-  sqlite3_stmt* get() const { return statement_; }
-
- private:
-  sqlite3_stmt* statement_;
-};
-
-// "<errmsg> (<error name>)", e.g. "database or disk is full (SQLITE_FULL)".
-std::string describe(sqlite3* db, int rc) {
-  std::string text = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  text += " (sqlite error ";
-  text += std::to_string(rc);
-  text += ")";
-  return text;
-}
-
-int exec(sqlite3* db, const char* sql) {
-  return sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
-}
-
-// Runs a statement that yields one integer (a PRAGMA or a count).
-int query_int(sqlite3* db, const char* sql, std::int64_t& out) {
-  sqlite3_stmt* raw = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(raw);
-  if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_ERROR : rc;
-  out = sqlite3_column_int64(raw, 0);
-  return SQLITE_OK;
-}
-
-// Runs a statement that yields one text value (journal_mode, quick_check).
-int query_text(sqlite3* db, const char* sql, std::string& out) {
-  sqlite3_stmt* raw = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(raw);
-  if (rc != SQLITE_ROW) return rc == SQLITE_DONE ? SQLITE_ERROR : rc;
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, 0));
-  out = text != nullptr ? text : "";
-  return SQLITE_OK;
-}
-
-std::string column_string(sqlite3_stmt* statement, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, column));
-  if (text == nullptr) return {};
-  return std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(statement, column)));
-}
-
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // ---- Start-up: directory, file, inspection, migration -----------------------
 
@@ -377,36 +328,6 @@ void check_history(std::span<const StoreMigration> migrations) {
   }
 }
 
-// ---- Run-time errors ------------------------------------------------------
-
-Error store_error(sqlite3* db, int rc, std::string_view operation) {
-  std::string hint;
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-      hint = "the disk holding the state directory is full; free space there";
-      break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      hint =
-          "another process holds a lock on the state database; is a second looprd using "
-          "the same state directory?";
-      break;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      hint = "the state database is damaged; stop looprd and move loopr.db aside";
-      break;
-    case SQLITE_READONLY:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-      hint = "check the state directory's file system and permissions";
-      break;
-    default:
-      break;
-  }
-  return make_error(errc::io, "store: " + std::string(operation) + ": " + describe(db, rc),
-                    std::move(hint));
-}
-
 bool is_known_status(std::string_view status) {
   return std::find(std::begin(kToolCallStatuses), std::end(kToolCallStatuses), status) !=
          std::end(kToolCallStatuses);
@@ -415,15 +336,6 @@ bool is_known_status(std::string_view status) {
 }  // namespace
 
 // ---- Store ----------------------------------------------------------------
-
-struct Store::State {
-  std::string path;
-  int schema_version = 0;
-  Connection db;  // declared before the statements: destroyed after them
-  Statement insert_tool_call;
-  Statement select_recent_tool_calls;
-  Statement count_tool_calls;
-};
 
 std::span<const StoreMigration> store_migrations() {
   return kMigrations;
@@ -469,6 +381,7 @@ Store Store::open(const std::string& state_dir, std::span<const StoreMigration> 
               "duration_ms, truncated, error_code, started_at_ms FROM tool_calls "
               "ORDER BY started_at_ms DESC, id DESC LIMIT ?1");
   state->count_tool_calls = prepare(db, path, "SELECT count(*) FROM tool_calls");
+  prepare_loop_statements(*state);
   return Store(std::move(state));
 }
 
@@ -603,4 +516,4 @@ std::string args_digest(const nlohmann::json& args) {
   return out;
 }
 
-}  // namespace loopr::daemon
+}  // namespace loopr::store

@@ -1,6 +1,6 @@
 // looprd's Store (DESIGN.md §1, §6 step 6): the daemon's durable record, an
-// SQLite database <state_dir>/loopr.db in WAL mode. Today it keeps every tool
-// call; loops, artifacts and events join it as later schema versions.
+// SQLite database <state_dir>/loopr.db in WAL mode: every tool call, every
+// loop and each loop's journal (schema version 2).
 //
 // Schema versions live in PRAGMA user_version and grow by appending a step to
 // store_migrations() (store.cpp). A step is never edited once released: a
@@ -29,7 +29,7 @@
 
 #include "common/error.hpp"
 
-namespace loopr::daemon {
+namespace loopr::store {
 
 // One finished tool call (DESIGN.md §6 step 6).
 struct ToolCallRecord {
@@ -79,6 +79,42 @@ struct StoreMigration {
 // version is the current one.
 std::span<const StoreMigration> store_migrations();
 
+// One loop as the store keeps it (DESIGN.md §8). `spec` (what was asked:
+// type, task, repo, limits) and `state` (where it is: iteration, usage,
+// counters) are JSON objects owned by the loop engine; the store checks only
+// that they are objects.
+struct LoopRow {
+  std::string id;
+  std::int64_t seq = 0;  // creation order, from next_loop_seq()
+  std::string type;
+  std::string parent_id;  // empty: none
+  std::string status;
+  nlohmann::json spec = nlohmann::json::object();
+  nlohmann::json state = nlohmann::json::object();
+  std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;
+
+  bool operator==(const LoopRow&) const = default;
+};
+
+// One entry of a loop's journal: everything the loop did, in order (model
+// turns, tool calls and results, validations, notes, status changes). The
+// journal is append-only.
+struct LoopStep {
+  std::int64_t id = 0;  // increasing across the whole store
+  std::string loop_id;
+  std::int64_t iteration = 0;
+  std::string kind;
+  nlohmann::json data = nlohmann::json::object();
+  std::int64_t at_ms = 0;
+
+  bool operator==(const LoopStep&) const = default;
+};
+
+// Longest id, type or status, and the largest spec/state/step document.
+inline constexpr std::size_t kMaxLoopFieldBytes = 256;
+inline constexpr std::size_t kMaxLoopDocumentBytes = std::size_t{8} * 1024 * 1024;
+
 class Store {
  public:
   // Opens or creates <state_dir>/loopr.db (state_dir and missing parents are
@@ -114,10 +150,34 @@ class Store {
   Result<std::vector<ToolCallRecord>> recent_tool_calls(std::size_t limit) const;
   Result<std::int64_t> count_tool_calls() const;
 
+  // ---- loops (loop_records.cpp) ----
+  // The seq for a new loop: one more than the largest so far.
+  Result<std::int64_t> next_loop_seq() const;
+  // Inserts a new loop and, in the same transaction, its first journal step
+  // (when `first_step` is given). A duplicate id is errc::invalid_arguments.
+  Result<void> insert_loop(const LoopRow& row, const LoopStep* first_step = nullptr);
+  // Appends `step` to its loop's journal and, in the same transaction, sets
+  // the loop's status and state (when `row` is given): either both are
+  // durable or neither. Returns the step's id.
+  Result<std::int64_t> append_loop_step(const LoopStep& step, const LoopRow* row = nullptr);
+  // Sets status, state and updated_at_ms of an existing loop.
+  Result<void> update_loop(const LoopRow& row);
+  Result<std::optional<LoopRow>> find_loop(const std::string& id) const;
+  // Every loop, oldest first.
+  Result<std::vector<LoopRow>> all_loops() const;
+  // A loop's journal, oldest first: from `after_id` on (exclusive), at most
+  // `limit` steps; with `iteration`, only that iteration's steps.
+  Result<std::vector<LoopStep>> loop_steps(const std::string& loop_id,
+                                           std::optional<std::int64_t> iteration = std::nullopt,
+                                           std::int64_t after_id = 0,
+                                           std::size_t limit = 1000000) const;
+  Result<std::int64_t> count_loop_steps(const std::string& loop_id) const;
+
  private:
   struct State;
   explicit Store(std::unique_ptr<State> state);
+  static void prepare_loop_statements(State& state);
   std::unique_ptr<State> state_;
 };
 
-}  // namespace loopr::daemon
+}  // namespace loopr::store
