@@ -1,5 +1,6 @@
 #include "llm/http_provider.hpp"
 
+#include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
