@@ -1,0 +1,544 @@
+#include "loops/worktrees.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "common/private_folder.hpp"
+#include "common/unique_fd.hpp"
+#include "loops/git_command.hpp"
+
+namespace loopr::loops {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::pair<std::string, std::string>> kCommitIdentity = {
+    {"user.name", "loopr"},      {"user.email", "loopr@localhost"},
+    {"author.name", "loopr"},    {"author.email", "loopr@localhost"},
+    {"committer.name", "loopr"}, {"committer.email", "loopr@localhost"},
+};
+
+// Diff output that depends on nothing but the two trees: no program runs
+// (external diff, textconv), no submodule is entered, no colour, fixed
+// prefixes, paths from the top of the worktree.
+const std::vector<std::string> kDiffOptions = {
+    "--no-ext-diff",   "--no-textconv",   "--no-color",        "--no-relative",
+    "--src-prefix=a/", "--dst-prefix=b/", "--submodule=short", "--ignore-submodules=dirty",
+};
+
+// A folder deeper than this below the worktree is moved up before it is
+// emptied, so removing a hostile, very deep tree costs bounded fds and stack.
+constexpr int kMaxRemoveDepth = 64;
+
+bool is_absolute(const std::string& path) {
+  return !path.empty() && path.front() == '/';
+}
+
+std::string trim(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.remove_suffix(1);
+  }
+  while (!text.empty() && (text.front() == '\n' || text.front() == ' '))
+    text.remove_prefix(1);
+  return std::string(text);
+}
+
+bool is_sha(std::string_view text) {
+  if (text.size() != 40 && text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Result<std::string> real_path(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return errno_error(errno, "resolve", path);
+  return std::string(resolved);
+}
+
+struct Repo {
+  std::string top;         // realpath of the repository
+  std::string common_dir;  // <top>/.git
+};
+
+Result<Repo> open_repo(const std::string& repo) {
+  if (repo.empty()) {
+    return make_error(errc::invalid_arguments, "the repository path is empty",
+                      "pass the folder of a git repository");
+  }
+  Result<std::string> top = real_path(repo);
+  if (!top) {
+    return make_error(errc::not_found, "the repository " + repo + " does not exist",
+                      "pass the folder of an existing git repository");
+  }
+  Repo found{*top, *top + "/.git"};
+  struct stat info {};
+  if (::lstat(found.common_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return make_error(errc::not_found, repo + " is not a git repository (it has no .git folder)",
+                      "pass the top folder of a normal (non-bare) git repository; a linked "
+                      "worktree or a submodule, whose .git is a file, is not supported");
+  }
+  return found;
+}
+
+Result<GitCommand> repo_git(const Repo& repo) {
+  return GitCommand::bind({repo.common_dir, repo.top});
+}
+
+Result<GitCommand> worktree_git(const WorktreeInfo& info) {
+  if (!is_absolute(info.path) || !is_absolute(info.admin_dir) ||
+      info.admin_dir.rfind(info.common_dir + "/worktrees/", 0) != 0) {
+    return make_error(errc::invalid_arguments,
+                      "the worktree info is incomplete (path " + info.path + ", admin dir " +
+                          info.admin_dir + ")",
+                      "use the WorktreeInfo returned by add_worktree or open_worktree");
+  }
+  return GitCommand::bind({info.admin_dir, info.path});
+}
+
+// Branch names are ours ("loop/<id>") but are still checked: no option-like
+// name, and git's own rules for a ref name.
+Result<void> check_branch(const GitCommand& git, const std::string& branch) {
+  if (branch.empty() || branch.front() == '-' || branch.find('\0') != std::string::npos) {
+    return make_error(errc::invalid_arguments, "'" + branch + "' is not a valid branch name",
+                      "use a name like loop/<id>");
+  }
+  Result<GitResult> checked = git.run({"check-ref-format", "refs/heads/" + branch});
+  if (!checked) return std::move(checked).error();
+  if (!checked->succeeded()) {
+    return make_error(errc::invalid_arguments, "'" + branch + "' is not a valid branch name",
+                      "see git-check-ref-format(1); use a name like loop/<id>");
+  }
+  return {};
+}
+
+Result<bool> branch_exists(const GitCommand& git, const std::string& branch) {
+  GitRunOptions read_only;
+  read_only.read_only = true;
+  Result<GitResult> found = git.run(
+      {"rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/" + branch}, read_only);
+  if (!found) return std::move(found).error();
+  return found->succeeded();
+}
+
+// The full sha of the commit `rev` names. `rev` never reaches git in option
+// position: it may not start with '-', and --end-of-options precedes it.
+Result<std::string> resolve_commit(const GitCommand& git, const std::string& rev,
+                                   std::string_view what) {
+  if (rev.empty() || rev.front() == '-' || rev.find('\0') != std::string::npos ||
+      rev.size() > 1024) {
+    return make_error(errc::invalid_arguments,
+                      std::string(what) + " '" + rev + "' is not a valid revision",
+                      "pass a commit sha, a branch or a tag");
+  }
+  GitRunOptions read_only;
+  read_only.read_only = true;
+  Result<GitResult> resolved = git.run(
+      {"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}, read_only);
+  if (!resolved) return std::move(resolved).error();
+  const std::string sha = trim(resolved->out);
+  if (!resolved->succeeded() || !is_sha(sha)) {
+    return make_error(errc::invalid_arguments,
+                      std::string(what) + " '" + rev + "' does not name a commit",
+                      "pass a commit sha, a branch or a tag of the repository");
+  }
+  return sha;
+}
+
+// The admin dir of the worktree at `worktree` (a realpath): the folder under
+// <common>/worktrees/ whose `gitdir` file names <worktree>/.git. Read from the
+// repository only; the worktree's own `.git` file is never consulted.
+Result<std::string> find_admin_dir(const std::string& common_dir, const std::string& worktree) {
+  const std::string wanted = worktree + "/.git";
+  std::error_code ec;
+  fs::directory_iterator it(common_dir + "/worktrees", ec);
+  if (!ec) {
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      std::ifstream file(it->path() / "gitdir");
+      if (!file) continue;
+      std::string line;
+      std::getline(file, line);
+      if (line.size() > PATH_MAX) continue;
+      line = trim(line);
+      fs::path named(line);
+      if (named.is_relative()) named = (it->path() / named).lexically_normal();
+      if (named.string() == wanted) return it->path().string();
+    }
+  }
+  return make_error(errc::not_found,
+                    "the repository " + common_dir + " has no worktree at " + worktree,
+                    "the worktree was removed or pruned; create it again with add_worktree");
+}
+
+Result<std::vector<std::string>> list_names(int dir) {
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return errno_error(errno, "duplicate a folder fd", "");
+  DIR* stream = ::fdopendir(copy);
+  if (stream == nullptr) {
+    const int saved = errno;
+    ::close(copy);
+    return errno_error(saved, "list", "a worktree folder");
+  }
+  ::rewinddir(stream);
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name(entry->d_name);
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  const int saved = errno;
+  ::closedir(stream);
+  if (saved != 0) return errno_error(saved, "list", "a worktree folder");
+  return names;
+}
+
+// Deletes a tree a job wrote, through fds only: every entry is opened with
+// O_NOFOLLOW relative to its parent, so no symbolic link (however it was
+// swapped in) leads the deletion outside the tree. Folders a job made
+// unreadable or unwritable are given back their owner's rwx first.
+class TreeRemover {
+ public:
+  explicit TreeRemover(std::string path) : path_(std::move(path)) {}
+
+  Result<void> run() {
+    root_.reset(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!root_ && errno == EACCES && ::chmod(path_.c_str(), S_IRWXU) == 0) {
+      root_.reset(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (!root_) return errno_error(errno, "open the worktree", path_);
+    ::fchmod(root_.get(), S_IRWXU);
+    if (auto ok = empty_folder(root_.get(), 0); !ok) return ok;
+    while (!moved_up_.empty()) {
+      const std::string name = std::move(moved_up_.back());
+      moved_up_.pop_back();
+      if (auto ok = remove_folder(root_.get(), name, 1); !ok) return ok;
+    }
+    root_.reset();
+    if (::rmdir(path_.c_str()) != 0 && errno != ENOENT) {
+      return errno_error(errno, "remove the worktree folder", path_);
+    }
+    return {};
+  }
+
+ private:
+  Result<void> empty_folder(int dir, int depth) {
+    Result<std::vector<std::string>> names = list_names(dir);
+    if (!names) return std::move(names).error();
+    for (const std::string& name : *names) {
+      struct stat info {};
+      if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;
+        return errno_error(errno, "inspect", path_ + "/…/" + name);
+      }
+      if (!S_ISDIR(info.st_mode)) {
+        if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) {
+          return errno_error(errno, "delete", path_ + "/…/" + name);
+        }
+        continue;
+      }
+      if (depth >= kMaxRemoveDepth) {
+        if (auto ok = move_up(dir, name); !ok) return ok;
+        continue;
+      }
+      if (auto ok = remove_folder(dir, name, depth + 1); !ok) return ok;
+    }
+    return {};
+  }
+
+  Result<void> remove_folder(int parent, const std::string& name, int depth) {
+    constexpr int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    UniqueFd folder(::openat(parent, name.c_str(), flags));
+    if (!folder && errno == EACCES &&
+        ::fchmodat(parent, name.c_str(), S_IRWXU, AT_SYMLINK_NOFOLLOW) == 0) {
+      folder.reset(::openat(parent, name.c_str(), flags));
+    }
+    if (!folder) {
+      if (errno == ENOENT) return {};
+      return errno_error(errno, "open", path_ + "/…/" + name);
+    }
+    ::fchmod(folder.get(), S_IRWXU);
+    if (auto ok = empty_folder(folder.get(), depth); !ok) return ok;
+    folder.reset();
+    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return errno_error(errno, "delete the folder", path_ + "/…/" + name);
+    }
+    return {};
+  }
+
+  // Renames a deep folder to a fresh name at the top of the tree (never over
+  // an existing entry) and queues it.
+  Result<void> move_up(int parent, const std::string& name) {
+    while (true) {
+      std::string fresh = ".loopr-removing-" + std::to_string(next_++);
+      if (::renameat2(parent, name.c_str(), root_.get(), fresh.c_str(), RENAME_NOREPLACE) == 0) {
+        moved_up_.push_back(std::move(fresh));
+        return {};
+      }
+      if (errno != EEXIST) return errno_error(errno, "move up", path_ + "/…/" + name);
+    }
+  }
+
+  std::string path_;
+  UniqueFd root_;
+  std::vector<std::string> moved_up_;
+  unsigned long next_ = 0;
+};
+
+Result<std::string> diff_output(const WorktreeInfo& info, const std::string& from,
+                                const std::string& to, bool stat) {
+  Result<GitCommand> git = worktree_git(info);
+  if (!git) return std::move(git).error();
+  Result<std::string> from_sha = resolve_commit(*git, from, "the diff's start");
+  if (!from_sha) return std::move(from_sha).error();
+  std::vector<std::string> args = {"diff"};
+  args.insert(args.end(), kDiffOptions.begin(), kDiffOptions.end());
+  if (stat) args.emplace_back("--stat");
+  args.push_back(*from_sha);
+  if (!to.empty()) {
+    Result<std::string> to_sha = resolve_commit(*git, to, "the diff's end");
+    if (!to_sha) return std::move(to_sha).error();
+    args.push_back(*to_sha);
+  }
+  args.emplace_back("--");
+  GitRunOptions options;
+  options.read_only = true;
+  return git->output(args, options);
+}
+
+}  // namespace
+
+Result<WorktreeInfo> add_worktree(const std::string& repo, const std::string& path,
+                                  const std::string& branch, const std::string& base) {
+  Result<Repo> found = open_repo(repo);
+  if (!found) return std::move(found).error();
+  Result<GitCommand> git = repo_git(*found);
+  if (!git) return std::move(git).error();
+  GitRunOptions read_only;
+  read_only.read_only = true;
+  Result<GitResult> is_repo = git->run({"rev-parse", "--git-dir"}, read_only);
+  if (!is_repo) return std::move(is_repo).error();
+  if (!is_repo->succeeded()) {
+    return make_error(errc::not_found, repo + " is not a git repository",
+                      "run `git init` there first, or pass another folder");
+  }
+
+  if (auto ok = check_branch(*git, branch); !ok) return std::move(ok).error();
+  Result<bool> exists = branch_exists(*git, branch);
+  if (!exists) return std::move(exists).error();
+  if (*exists) {
+    return make_error(errc::invalid_arguments,
+                      "the branch " + branch + " already exists in " + found->top,
+                      "pick another loop branch, or open the existing worktree");
+  }
+  Result<std::string> base_sha = resolve_commit(*git, base.empty() ? "HEAD" : base, "the base");
+  if (!base_sha) {
+    if (base.empty()) {
+      return make_error(errc::invalid_arguments, "the repository " + found->top + " has no commit",
+                        "make a first commit, or pass a base");
+    }
+    return std::move(base_sha).error();
+  }
+
+  if (!is_absolute(path)) {
+    return make_error(errc::invalid_arguments,
+                      "the worktree path must be absolute, got '" + path + "'");
+  }
+  std::string normal = fs::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/')
+    normal.pop_back();
+  const fs::path target(normal);
+  const std::string leaf = target.filename().string();
+  if (leaf.empty() || leaf == "." || leaf == ".." || target.parent_path().empty()) {
+    return make_error(errc::invalid_arguments, "'" + path + "' cannot be a worktree folder");
+  }
+  if (auto ok = make_private_folders(target.parent_path().string()); !ok) {
+    return std::move(ok).error();
+  }
+  Result<std::string> parent = real_path(target.parent_path().string());
+  if (!parent) return std::move(parent).error();
+  const std::string worktree = *parent + "/" + leaf;
+  struct stat info {};
+  if (::lstat(worktree.c_str(), &info) == 0) {
+    std::error_code ec;
+    if (!S_ISDIR(info.st_mode) || !fs::is_empty(worktree, ec) || ec) {
+      return make_error(errc::invalid_arguments, worktree + " already exists",
+                        "choose a new folder for the worktree");
+    }
+  }
+
+  GitRunOptions add_options;
+  add_options.config = {{"core.logAllRefUpdates", "true"}};  // base_commit comes from the reflog
+  Result<std::string> added = git->output(
+      {"worktree", "add", "--quiet", "-b", branch, "--", worktree, *base_sha}, add_options);
+  if (!added) return std::move(added).error();
+
+  Result<std::string> admin = find_admin_dir(found->common_dir, worktree);
+  if (!admin) return std::move(admin).error();
+  return WorktreeInfo{found->top, worktree, branch, *base_sha, *admin, found->common_dir};
+}
+
+Result<WorktreeInfo> open_worktree(const std::string& repo, const std::string& path,
+                                   const std::string& branch) {
+  Result<Repo> found = open_repo(repo);
+  if (!found) return std::move(found).error();
+  if (!is_absolute(path)) {
+    return make_error(errc::invalid_arguments,
+                      "the worktree path must be absolute, got '" + path + "'");
+  }
+  Result<std::string> worktree = real_path(path);
+  if (!worktree) {
+    return make_error(errc::not_found, "the worktree " + path + " does not exist",
+                      "create it again with add_worktree");
+  }
+  Result<std::string> admin = find_admin_dir(found->common_dir, *worktree);
+  if (!admin) return std::move(admin).error();
+  WorktreeInfo info{found->top, *worktree, branch, {}, *admin, found->common_dir};
+
+  Result<GitCommand> git = worktree_git(info);
+  if (!git) return std::move(git).error();
+  GitRunOptions read_only;
+  read_only.read_only = true;
+  Result<std::string> head = git->output({"symbolic-ref", "--quiet", "HEAD"}, read_only);
+  if (!head || trim(*head) != "refs/heads/" + branch) {
+    return make_error(errc::invalid_arguments,
+                      "the worktree " + *worktree + " is not on the branch " + branch,
+                      "open it with the branch it was created on");
+  }
+  // The oldest reflog entry of the branch is its creation: "branch: Created
+  // from <base>". Reflogs live in the repository, out of the job's reach.
+  Result<GitResult> reflog =
+      git->run({"reflog", "show", "--format=%H", "--end-of-options", "refs/heads/" + branch, "--"},
+               read_only);
+  if (reflog && reflog->succeeded() && !reflog->out_truncated) {
+    const std::string lines = trim(reflog->out);
+    const std::size_t last = lines.rfind('\n');
+    const std::string oldest = last == std::string::npos ? lines : lines.substr(last + 1);
+    if (is_sha(oldest)) info.base_commit = oldest;
+  }
+  return info;
+}
+
+Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message) {
+  if (message.find('\0') != std::string::npos || trim(message).empty()) {
+    return make_error(errc::invalid_arguments, "the commit message is empty or holds a NUL byte",
+                      "pass a short description of the iteration");
+  }
+  Result<GitCommand> git = worktree_git(info);
+  if (!git) return std::move(git).error();
+  if (Result<std::string> added = git->output({"add", "--all"}); !added) {
+    return std::move(added).error();
+  }
+  Result<GitResult> staged =
+      git->run({"diff-index", "--cached", "--quiet", "--ignore-submodules=none", "HEAD", "--"});
+  if (!staged) return std::move(staged).error();
+  if (staged->exit_code != 0 && staged->exit_code != 1) {
+    return git_failure({"diff-index"}, *staged);
+  }
+  if (staged->exit_code == 1) {
+    GitRunOptions identity;
+    identity.config = kCommitIdentity;
+    Result<std::string> committed =
+        git->output({"commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace",
+                     "--message=" + message},
+                    identity);
+    if (!committed) return std::move(committed).error();
+  }
+  Result<std::string> head = head_commit(info);
+  if (!head) return std::move(head).error();
+  return CommitOutcome{staged->exit_code == 1, std::move(*head)};
+}
+
+Result<bool> has_changes(const WorktreeInfo& info) {
+  Result<GitCommand> git = worktree_git(info);
+  if (!git) return std::move(git).error();
+  GitRunOptions options;
+  options.read_only = true;
+  options.output_cap = 4096;  // only emptiness matters
+  Result<std::string> status = git->output(
+      {"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"},
+      options);
+  if (!status) return std::move(status).error();
+  return !status->empty();
+}
+
+Result<std::string> head_commit(const WorktreeInfo& info) {
+  Result<GitCommand> git = worktree_git(info);
+  if (!git) return std::move(git).error();
+  GitRunOptions options;
+  options.read_only = true;
+  Result<std::string> head = git->output({"rev-parse", "--verify", "HEAD^{commit}"}, options);
+  if (!head) return std::move(head).error();
+  std::string sha = trim(*head);
+  if (!is_sha(sha)) {
+    return make_error(errc::io, "git rev-parse printed '" + sha + "' for HEAD, not a sha");
+  }
+  return sha;
+}
+
+Result<std::string> diff(const WorktreeInfo& info, const std::string& from, const std::string& to) {
+  return diff_output(info, from, to, false);
+}
+
+Result<std::string> diff_stat(const WorktreeInfo& info, const std::string& from,
+                              const std::string& to) {
+  return diff_output(info, from, to, true);
+}
+
+Result<void> remove_worktree(const WorktreeInfo& info, bool delete_branch) {
+  Result<Repo> found = open_repo(info.repo);
+  if (!found) return std::move(found).error();
+  if (found->common_dir != info.common_dir || !is_absolute(info.path)) {
+    return make_error(errc::invalid_arguments,
+                      "the worktree info does not match the repository " + info.repo,
+                      "use the WorktreeInfo returned by add_worktree or open_worktree");
+  }
+  Result<GitCommand> git = repo_git(*found);
+  if (!git) return std::move(git).error();
+
+  struct stat folder {};
+  const bool folder_exists = ::lstat(info.path.c_str(), &folder) == 0;
+  const bool admin_exists = ::access(info.admin_dir.c_str(), F_OK) == 0;
+  if (folder_exists) {
+    // Delete only what the repository itself says is this worktree.
+    Result<std::string> admin = find_admin_dir(info.common_dir, info.path);
+    if (!admin || *admin != info.admin_dir) {
+      return make_error(errc::invalid_arguments,
+                        info.path + " is not the worktree " + info.admin_dir + " of " + info.repo,
+                        "nothing was deleted; check the loop's stored worktree path");
+    }
+    if (auto ok = TreeRemover(info.path).run(); !ok) return ok;
+  }
+  if (admin_exists) {
+    // The folder is gone: git only drops its admin dir (no validation of the
+    // worktree's `.git` file, no status run in it).
+    Result<std::string> removed =
+        git->output({"worktree", "remove", "--force", "--force", "--", info.path});
+    if (!removed) return std::move(removed).error();
+  }
+  if (delete_branch) {
+    Result<bool> exists = branch_exists(*git, info.branch);
+    if (!exists) return std::move(exists).error();
+    if (*exists) {
+      if (auto ok = check_branch(*git, info.branch); !ok) return ok;
+      Result<std::string> deleted =
+          git->output({"branch", "--delete", "--force", "--", info.branch});
+      if (!deleted) return std::move(deleted).error();
+    }
+  }
+  return {};
+}
+
+}  // namespace loopr::loops
