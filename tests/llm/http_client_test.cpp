@@ -12,6 +12,7 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
@@ -264,12 +265,12 @@ TEST_F(HttpClientTest, StreamedChunksArriveBeforeTheServerHasWrittenTheRest) {
   EXPECT_EQ(events[0].type, "message_start");
   EXPECT_EQ(events[2].type, "message_stop");
   // The first event was in our hands before the server wrote the second and
-  // third pieces; the second before the third.
+  // third pieces; the second before the third. (The server counts a piece
+  // once send() returned, so the count may lag what we parsed, never lead.)
   const std::size_t total = server_.bytes_written();
   ASSERT_EQ(written_when_parsed.size(), 3u);
-  EXPECT_EQ(written_when_parsed[0], total - pieces[1].size() - pieces[2].size());
-  EXPECT_EQ(written_when_parsed[1], total - pieces[2].size());
-  EXPECT_EQ(written_when_parsed[2], total);
+  EXPECT_LE(written_when_parsed[0], total - pieces[1].size() - pieces[2].size());
+  EXPECT_LE(written_when_parsed[1], total - pieces[2].size());
 }
 
 TEST_F(HttpClientTest, AConnectionResetMidStreamIsAnIoError) {
@@ -382,6 +383,26 @@ TEST_F(HttpClientTest, CancelWhileWaitingReturnsCancelled) {
   });
   ASSERT_TRUE(head && !head->ok());
   EXPECT_EQ(head->error().code, "cancelled");
+  ASSERT_TRUE(after && !after->ok());
+  EXPECT_EQ(after->error().code, "cancelled");
+}
+
+TEST_F(HttpClientTest, CancellingTheWaitingCoroutineCancelsTheExchange) {
+  // A provider races a wait against its own deadline with `||`: the loser
+  // (our head()) is cancelled through asio's cancellation slot.
+  using namespace asio::experimental::awaitable_operators;
+  server_.push({{HttpStep::pause(5000ms), HttpStep::write("HTTP/1.1 200 OK\r\n\r\n")}});
+  HttpClient client(io_);
+  bool deadline_won = false;
+  std::optional<Result<std::optional<std::string>>> after;
+  run([&]() -> asio::awaitable<void> {
+    auto exchange = client.start(request());
+    asio::steady_timer deadline(io_, 100ms);
+    auto winner = co_await (exchange->head() || deadline.async_wait(asio::use_awaitable));
+    deadline_won = winner.index() == 1;
+    after.emplace(co_await exchange->next_chunk());
+  });
+  EXPECT_TRUE(deadline_won);
   ASSERT_TRUE(after && !after->ok());
   EXPECT_EQ(after->error().code, "cancelled");
 }
