@@ -426,14 +426,10 @@ Result<GitResult> GitCommand::run(const std::vector<std::string>& args,
   const int status = reap(pid);
 
   if (timed_out) {
-    Error error = make_error(
-        errc::timeout,
-        subcommand_of(args) + " did not finish within " +
-            std::to_string(
-                std::chrono::duration_cast<std::chrono::seconds>(options.timeout).count()) +
-            " s and was stopped",
-        "the worktree may hold very large files or something git cannot read");
-    return error;
+    return make_error(errc::timeout,
+                      subcommand_of(args) + " did not finish within " +
+                          std::to_string(options.timeout.count()) + " ms and was stopped",
+                      "the worktree may hold very large files, or files git cannot read");
   }
   if (status == -1) {
     return make_error(errc::internal, "could not read the exit status of " + subcommand_of(args),

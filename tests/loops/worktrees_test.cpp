@@ -636,6 +636,8 @@ class WorktreesSecurityTest : public ::testing::Test {
     config(git_config, "diff.evil.textconv", tree_.path("traps/textconv"));
     trap("traps/diff-command", "diff-command");
     config(git_config, "diff.evil.command", tree_.path("traps/diff-command"));
+    trap("traps/textconv-only", "textconv-only");
+    config(git_config, "diff.tc.textconv", tree_.path("traps/textconv-only"));
     config(git_config, "gc.auto", "1");
     config(git_config, "gc.autoDetach", "false");
     config(git_config, "core.repositoryformatversion", "1");
@@ -668,8 +670,9 @@ class WorktreesSecurityTest : public ::testing::Test {
     tree_.write("wt/x/a.txt", "alpha changed\n");
     tree_.write("wt/x/b.txt", "bravo\n");
     tree_.write("wt/x/c.bin", "charlie\n");
+    tree_.write("wt/x/README.md", "hello\nfrom the job\n");
     tree_.write("wt/x/.gitattributes",
-                "*.txt filter=evil diff=evil\n*.bin filter=evilproc\n* diff=evil\n");
+                "* diff=evil\n*.txt filter=evil diff=evil\n*.bin filter=evilproc\n*.md diff=tc\n");
   }
 
   TempTree tree_;
