@@ -27,34 +27,37 @@ namespace loopr::loops {
 // Each entry switches off one way a config file (the repository's, a
 // worktree's config.worktree, an include) could make git run a program or
 // reach the network. Command-line config wins over every file.
-const std::vector<std::pair<std::string, std::string>> kGitHardeningConfig = {
-    {"core.hooksPath", "/dev/null"},       // no hook runs: /dev/null/<hook> never exists
-    {"core.fsmonitor", "false"},           // no fsmonitor hook, no fsmonitor daemon
-    {"core.untrackedCache", "false"},      //
-    {"core.sshCommand", "false"},          // fail closed if ssh were ever reached
-    {"core.pager", "cat"},                 // also --no-pager, and stdout is never a tty
-    {"core.editor", "true"},               // commits always pass --message
-    {"core.askPass", ""},                  //
-    {"core.attributesFile", "/dev/null"},  // only the repository's own attributes
-    {"core.excludesFile", "/dev/null"},    // what is committed does not depend on $HOME
-    {"credential.helper", ""},             // empty resets the helper list
-    {"diff.external", ""},  // an empty command fails closed; diffs pass --no-ext-diff
-    {"gpg.program", "false"},
-    {"gpg.openpgp.program", "false"},
-    {"gpg.x509.program", "false"},
-    {"gpg.ssh.program", "false"},
-    {"gpg.ssh.defaultKeyCommand", "false"},
-    {"commit.gpgSign", "false"},
-    {"tag.gpgSign", "false"},
-    {"log.showSignature", "false"},
-    {"protocol.allow", "never"},  // with GIT_ALLOW_PROTOCOL= in the environment
-    {"submodule.recurse", "false"},
-    {"status.submoduleSummary", "false"},
-    {"diff.submodule", "short"},
-    {"gc.auto", "0"},  // no auto gc (and its detached child) after a commit
-    {"maintenance.auto", "false"},
-    {"color.ui", "false"},
-};
+const std::vector<std::pair<std::string, std::string>>& git_hardening_config() {
+  static const std::vector<std::pair<std::string, std::string>> config = {
+      {"core.hooksPath", "/dev/null"},       // no hook runs: /dev/null/<hook> never exists
+      {"core.fsmonitor", "false"},           // no fsmonitor hook, no fsmonitor daemon
+      {"core.untrackedCache", "false"},      //
+      {"core.sshCommand", "false"},          // fail closed if ssh were ever reached
+      {"core.pager", "cat"},                 // also --no-pager, and stdout is never a tty
+      {"core.editor", "true"},               // commits always pass --message
+      {"core.askPass", ""},                  //
+      {"core.attributesFile", "/dev/null"},  // only the repository's own attributes
+      {"core.excludesFile", "/dev/null"},    // what is committed does not depend on $HOME
+      {"credential.helper", ""},             // empty resets the helper list
+      {"diff.external", ""},  // an empty command fails closed; diffs pass --no-ext-diff
+      {"gpg.program", "false"},
+      {"gpg.openpgp.program", "false"},
+      {"gpg.x509.program", "false"},
+      {"gpg.ssh.program", "false"},
+      {"gpg.ssh.defaultKeyCommand", "false"},
+      {"commit.gpgSign", "false"},
+      {"tag.gpgSign", "false"},
+      {"log.showSignature", "false"},
+      {"protocol.allow", "never"},  // with GIT_ALLOW_PROTOCOL= in the environment
+      {"submodule.recurse", "false"},
+      {"status.submoduleSummary", "false"},
+      {"diff.submodule", "short"},
+      {"gc.auto", "0"},  // no auto gc (and its detached child) after a commit
+      {"maintenance.auto", "false"},
+      {"color.ui", "false"},
+  };
+  return config;
+}
 
 namespace {
 
@@ -296,10 +299,10 @@ Result<GitCommand> GitCommand::bind(GitTarget target) {
 std::vector<std::string> GitCommand::argv(const std::vector<std::string>& args,
                                           const GitRunOptions& options) const {
   std::vector<std::string> argv;
-  argv.reserve(2 + 2 * (kGitHardeningConfig.size() + options.config.size()) + args.size());
+  argv.reserve(2 + 2 * (git_hardening_config().size() + options.config.size()) + args.size());
   argv.push_back(executable_);
   argv.emplace_back("--no-pager");
-  for (const auto& [key, value] : kGitHardeningConfig) {
+  for (const auto& [key, value] : git_hardening_config()) {
     argv.emplace_back("-c");
     argv.push_back(key + "=" + value);
   }
@@ -331,6 +334,7 @@ std::vector<std::string> GitCommand::environment(const GitRunOptions& options) c
   env.emplace_back("GIT_ATTR_NOSYSTEM=1");
   env.emplace_back("GIT_TERMINAL_PROMPT=0");
   env.emplace_back("GIT_ALLOW_PROTOCOL=");
+  env.emplace_back("GIT_NO_LAZY_FETCH=1");
   env.emplace_back("GIT_LITERAL_PATHSPECS=1");
   if (options.read_only) env.emplace_back("GIT_OPTIONAL_LOCKS=0");
   if (!filter_drivers_.empty()) {

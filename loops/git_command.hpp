@@ -15,9 +15,10 @@
 //   `.git` file a job may have replaced), GIT_CONFIG_NOSYSTEM=1,
 //   GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM=1, GIT_TERMINAL_PROMPT=0,
 //   GIT_ALLOW_PROTOCOL= (empty: no transport at all, which also stops a lazy
-//   fetch of a partial clone), GIT_OPTIONAL_LOCKS=0 for read-only calls. No
+//   fetch of a partial clone; GIT_NO_LAZY_FETCH=1 says so too to git 2.45+),
+//   GIT_OPTIONAL_LOCKS=0 for read-only calls. No
 //   GIT_* variable of the daemon reaches git.
-// - Every call passes `-c` overrides (kGitHardeningConfig) that win over every
+// - Every call passes `-c` overrides (git_hardening_config()) that win over every
 //   config file: hooks, fsmonitor, pager, editor, askpass, credential helpers,
 //   external diff, signing programs, ssh command, protocols, submodule
 //   recursion and auto gc are all off.
@@ -34,7 +35,17 @@
 // user who points `include.path` at a job-writable file hands the job every
 // setting this list does not override); merge drivers (`merge.<driver>.driver`)
 // are not neutralised here, so a future merge must do so; a hostile worktree
-// can still make git slow (huge files) — the timeout bounds that.
+// can still make git slow (huge files) — the timeout bounds that; a folder
+// the job turns into a nested repository (`sub/.git`) is committed by
+// `git add -A` as a gitlink, not as its files (data, not code: git never runs
+// anything in it, and status/diff pass --ignore-submodules=dirty so no git
+// process is started inside it). This list is written against git 2.39
+// (Debian 12): a newer git may add config that runs programs (e.g.
+// config-defined hooks, `hook.<name>.command`), and must be reviewed before it
+// is used.
+//
+// safe.directory is not needed: with GIT_DIR given explicitly, git does not
+// check who owns the repository or the worktree.
 //
 // Thread-safety: a GitCommand is immutable after bind(); run() may be called
 // from any thread, concurrently. No state is shared between calls.
@@ -54,7 +65,7 @@ inline constexpr std::uint64_t kGitOutputCap = 16ull * 1024 * 1024;
 inline constexpr std::chrono::milliseconds kGitDefaultTimeout{120'000};
 
 // The `-c key=value` pairs passed before the subcommand on every call.
-extern const std::vector<std::pair<std::string, std::string>> kGitHardeningConfig;
+const std::vector<std::pair<std::string, std::string>>& git_hardening_config();
 
 // Where a call works. Both paths absolute.
 struct GitTarget {
@@ -68,7 +79,7 @@ struct GitRunOptions {
   bool read_only = false;                    // GIT_OPTIONAL_LOCKS=0
   // Extra command-line-scope config for this call (e.g. the commit identity),
   // passed as `-c key=value` after the hardening ones. Keys must not contain
-  // '='. Never put hardening here: it belongs in kGitHardeningConfig.
+  // '='. Never put hardening here: it belongs in git_hardening_config().
   std::vector<std::pair<std::string, std::string>> config;
 };
 

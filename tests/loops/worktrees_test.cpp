@@ -206,7 +206,8 @@ TEST(GitCommandTest, EnvironmentIsAnAllowlistAndIgnoresTheDaemonsGitVariables) {
                                          "GIT_TERMINAL_PROMPT",
                                          "GIT_ALLOW_PROTOCOL",
                                          "GIT_LITERAL_PATHSPECS",
-                                         "GIT_OPTIONAL_LOCKS"};
+                                         "GIT_OPTIONAL_LOCKS",
+                                         "GIT_NO_LAZY_FETCH"};
   bool saw_locale = false;
   for (const std::string& entry : git->environment()) {
     const std::string name = entry.substr(0, entry.find('='));
