@@ -12,6 +12,9 @@ add_library(loopr_client STATIC
   daemon_process.cpp
   events_command.cpp
   failure.cpp
+  loop_commands.cpp
+  loop_follow.cpp
+  loop_view.cpp
   metrics_command.cpp
   metrics_view.cpp
   text_format.cpp

@@ -73,4 +73,53 @@ int run_events(const CommandContext& context, const EventsOptions& options);
 // ---- metrics (metrics_command.cpp) ----
 int run_metrics(const CommandContext& context);
 
+// ---- loops, loop ... (loop_commands.cpp; docs/control-protocol.md "Loops") ----
+// loop run: loop.create, then (unless detach) follows the loop until it
+// ends and prints a summary. Exit 0 only when the loop completed; Ctrl-C
+// while following detaches (exit 0) and leaves the loop running. --json:
+// JSON Lines (the create result, the loop's events, the loop.get result);
+// with detach, the loop object.
+struct LoopRunOptions {
+  std::string type = "code";
+  std::string repo;  // made absolute before it is sent
+  std::string task;
+  std::optional<std::string> base;
+  std::optional<std::string> provider;
+  std::optional<std::string> model;
+  std::optional<std::uint64_t> max_iterations;
+  std::optional<double> budget_usd;
+  std::optional<std::string> validate;
+  bool detach = false;
+};
+int run_loop_run(const CommandContext& context, const LoopRunOptions& options);
+
+struct LoopListOptions {
+  std::optional<std::string> status;
+  std::optional<std::string> type;
+  bool all = false;  // include deleted loops
+};
+int run_loops(const CommandContext& context, const LoopListOptions& options);
+int run_loop_show(const CommandContext& context, const std::string& id);
+
+// loop logs: the journal, paged; with follow, then its new steps and streamed
+// text until the loop reaches a final status. --json: one step per line.
+struct LoopLogsOptions {
+  std::string id;
+  bool follow = false;
+  std::optional<std::int64_t> iteration;
+};
+int run_loop_logs(const CommandContext& context, const LoopLogsOptions& options);
+
+enum class LoopControl { pause, resume, cancel };
+int run_loop_control(const CommandContext& context, LoopControl control, const std::string& id);
+
+struct LoopDeleteOptions {
+  std::string id;
+  bool remove_worktree = false;
+  bool remove_branch = false;
+};
+int run_loop_delete(const CommandContext& context, const LoopDeleteOptions& options);
+// loop export: the loop's model turns as JSON Lines, whatever --json says.
+int run_loop_export(const CommandContext& context, const std::string& id);
+
 }  // namespace loopr::client

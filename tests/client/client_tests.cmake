@@ -12,6 +12,7 @@ loopr_add_test(client_test
   client_output_test.cpp
   control_client_test.cpp
   daemon_command_test.cpp
+  loop_commands_test.cpp
   looprctl_cli_test.cpp
   looprctl_run.cpp)
 target_link_libraries(client_test PRIVATE loopr_client loopr_fake_daemon loopr_test_support

@@ -1,0 +1,286 @@
+#include "client/loop_follow.hpp"
+
+#include <ostream>
+
+#include "client/loop_view.hpp"
+#include "client/text_format.hpp"
+
+namespace loopr::client {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kValidationTail = 15;
+
+const json& member(const json& object, std::string_view key) {
+  static const json missing;
+  if (!object.is_object()) return missing;
+  const auto it = object.find(key);
+  return it == object.end() ? missing : *it;
+}
+
+std::string key_of(const json& value) {
+  return compact_json(value);
+}
+
+std::string turn_key(const json& iteration, const json& sequence) {
+  return key_of(iteration) + "/" + key_of(sequence);
+}
+
+// Inserts `key`; a set that reached the cap starts over (a step or turn
+// printed long ago may then print again, which is harmless).
+void remember(std::set<std::string>& set, std::string key) {
+  if (set.size() >= LoopPrinter::kMaxRemembered) set.clear();
+  set.insert(std::move(key));
+}
+
+bool is_true(const json& value) {
+  return value.is_boolean() && value.get<bool>();
+}
+
+}  // namespace
+
+LoopPrinter::LoopPrinter(std::string loop_id, FollowStyle style, bool json, std::ostream& out)
+    : loop_id_(std::move(loop_id)), style_(style), json_(json), out_(out) {}
+
+void LoopPrinter::set_mid_line(bool mid_line) {
+  mid_line_ = mid_line;
+  if (mid_line_flag_ != nullptr) *mid_line_flag_ = mid_line ? 1 : 0;
+}
+
+void LoopPrinter::end_line() {
+  if (!mid_line_) return;
+  out_ << '\n';
+  set_mid_line(false);
+  out_.flush();
+}
+
+void LoopPrinter::flush() {
+  out_.flush();
+}
+
+bool LoopPrinter::in_filter(const json& iteration) const {
+  if (!iteration_) return true;
+  return iteration.is_number_integer() && iteration.get<std::int64_t>() == *iteration_;
+}
+
+bool LoopPrinter::remember_step(const json& id) {
+  if (id.is_number_integer()) {
+    const auto number = id.get<std::int64_t>();
+    if (max_step_id_ && number <= *max_step_id_) return false;
+    max_step_id_ = number;
+    return true;
+  }
+  if (id.is_null()) return true;  // cannot tell; print it
+  std::string key = key_of(id);
+  if (other_step_ids_.count(key) != 0) return false;
+  remember(other_step_ids_, std::move(key));
+  return true;
+}
+
+std::optional<std::string> LoopPrinter::step(const json& step) {
+  if (!step.is_object()) return std::nullopt;
+  if (!remember_step(member(step, "id"))) return std::nullopt;
+  const std::string kind = string_of(step, "kind");
+  const json& data = member(step, "data");
+  std::optional<std::string> final_status;
+  if (kind == "status" && is_final_status(string_of(data, "status"))) {
+    final_status = string_of(data, "status");
+  }
+  if (!in_filter(member(step, "iteration"))) return final_status;
+
+  if (json_) {
+    if (style_ == FollowStyle::journal) out_ << compact_json(step) << '\n';
+  } else if (style_ == FollowStyle::live) {
+    live_step(step);
+  } else {
+    bool model_text = true;
+    if (kind == "model_turn") {
+      std::string key = turn_key(member(step, "iteration"), member(data, "sequence"));
+      model_text = turns_streamed_.count(key) == 0;
+      remember(turns_shown_, std::move(key));
+    }
+    end_line();
+    print_step(step, model_text, out_);
+  }
+  flush();
+  return final_status;
+}
+
+void LoopPrinter::live_step(const json& step) {
+  const std::string kind = string_of(step, "kind");
+  const json& data = member(step, "data");
+  const json& iteration = member(step, "iteration");
+  if (kind == "iteration_started") {
+    iteration_header(iteration);
+  } else if (kind == "model_turn") {
+    std::string key = turn_key(iteration, member(data, "sequence"));
+    const bool streamed = turns_streamed_.count(key) != 0;
+    remember(turns_shown_, std::move(key));
+    if (!streamed) {
+      end_line();
+      print_step(step, true, out_);
+    }
+  } else if (kind == "note" || kind == "committed" || kind == "validation_started") {
+    end_line();
+    print_step(step, false, out_);
+  } else if (kind == "validation") {
+    validation(iteration, data);
+  }
+  // tool calls arrive as tool.* events, status changes as loop.updated.
+}
+
+bool LoopPrinter::is_ours(const proto::Event& event) const {
+  if (event.event == "loop.created" || event.event == "loop.updated") {
+    return string_of(member(event.data, "loop"), "id") == loop_id_;
+  }
+  return string_of(event.data, "loop_id") == loop_id_;
+}
+
+std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
+  if (!is_ours(event)) return std::nullopt;
+  const json& data = event.data;
+  std::optional<std::string> final_status;
+  if (event.event == "loop.updated") {
+    const std::string status = loop_status(member(data, "loop"));
+    if (is_final_status(status)) final_status = status;
+  }
+
+  if (json_ && style_ == FollowStyle::live) {
+    out_ << compact_json(proto::to_json(event)) << '\n';
+    flush();
+    if (event.event == "loop.step") {
+      const json& step = member(data, "step");
+      const json& step_data = member(step, "data");
+      const std::string status = string_of(step_data, "status");
+      if (string_of(step, "kind") == "status" && is_final_status(status)) final_status = status;
+    }
+    return final_status;
+  }
+
+  if (event.event == "loop.step") {
+    auto status = step(member(data, "step"));
+    if (status) final_status = status;
+  } else if (event.event == "chat.chunk") {
+    if (!json_) print_chunk(data);
+  } else if (event.event == "provider.retry") {
+    if (!json_) print_retry(data);
+  } else if (style_ == FollowStyle::live) {
+    if (event.event == "loop.updated") {
+      const json& loop = member(data, "loop");
+      const std::string status = loop_status(loop);
+      if (!status.empty() && status != last_status_ && !is_final_status(status) &&
+          !last_status_.empty()) {
+        end_line();
+        out_ << "status: " << printable(status);
+        const std::string reason = string_of(loop, "status_reason");
+        if (!reason.empty()) out_ << " (" << first_line(reason, 200) << ')';
+        out_ << '\n';
+      }
+      if (!status.empty()) last_status_ = status;
+    } else if (event.event == "loop.iteration") {
+      const std::string phase = string_of(data, "phase");
+      if (phase == "started") iteration_header(member(data, "iteration"));
+      if (phase == "validated") validation(member(data, "iteration"), member(data, "validation"));
+    } else if (event.event == "tool.started") {
+      const std::string call_id = string_of(data, "call_id");
+      if (!call_id.empty()) {
+        if (tool_names_.size() >= kMaxRemembered) tool_names_.clear();
+        tool_names_[call_id] = string_of(data, "tool");
+      }
+    } else if (event.event == "tool.finished") {
+      print_tool_finished(data);
+    }
+  }
+  if (final_status) end_line();
+  flush();
+  return final_status;
+}
+
+void LoopPrinter::print_chunk(const json& data) {
+  if (!in_filter(member(data, "iteration"))) return;
+  std::string key = turn_key(member(data, "iteration"), member(data, "sequence"));
+  if (turns_shown_.count(key) != 0) return;  // printed from the journal already
+  const std::string text = string_of(data, "text");
+  if (text.empty()) return;
+  out_ << printable_lines(text);
+  set_mid_line(text.back() != '\n');
+  remember(turns_streamed_, std::move(key));
+}
+
+void LoopPrinter::print_retry(const json& data) {
+  end_line();
+  out_ << "provider " << cell(data, "provider") << ": retry " << cell(data, "attempt") << '/'
+       << cell(data, "max_retries") << " in " << format_duration_ms(member(data, "delay_ms"));
+  const std::string reason = string_of(data, "reason");
+  if (!reason.empty()) out_ << ": " << first_line(reason, 200);
+  out_ << '\n';
+}
+
+void LoopPrinter::print_tool_finished(const json& data) {
+  const std::string call_id = string_of(data, "call_id");
+  std::string tool = string_of(data, "tool");
+  const auto it = tool_names_.find(call_id);
+  if (it != tool_names_.end()) {
+    if (tool.empty()) tool = it->second;
+    tool_names_.erase(it);
+  }
+  std::string status = string_of(data, "status");
+  if (status.empty()) status = is_true(member(data, "ok")) ? "ok" : "failed";
+  end_line();
+  out_ << "  tool " << (tool.empty() ? "?" : printable(tool)) << ": " << printable(status) << ", "
+       << format_duration_ms(member(data, "duration_ms")) << '\n';
+}
+
+void LoopPrinter::iteration_header(const json& iteration) {
+  std::string key = key_of(iteration);
+  if (headers_shown_.count(key) != 0) return;
+  remember(headers_shown_, std::move(key));
+  end_line();
+  out_ << "== iteration " << printable(compact_json(iteration)) << " ==\n";
+}
+
+void LoopPrinter::validation(const json& iteration, const json& result) {
+  if (!result.is_object()) return;
+  std::string key = key_of(iteration);
+  if (validations_shown_.count(key) != 0) return;
+  remember(validations_shown_, std::move(key));
+  end_line();
+  print_validation(result, kValidationTail, out_);
+}
+
+Result<std::string> follow_loop(ControlClient& client, LoopPrinter& printer,
+                                const FollowOptions& options, std::ostream& err) {
+  std::uint64_t dropped_seen = client.dropped_events();
+  for (;;) {
+    auto event = client.next_event(options.status_check);
+    if (!event) {
+      printer.end_line();
+      return std::move(event).error();
+    }
+    bool ask = !*event;
+    if (client.dropped_events() > dropped_seen) {
+      printer.end_line();
+      err << "looprctl: " << client.dropped_events() - dropped_seen
+          << " events were dropped (arrived faster than they were printed)\n";
+      dropped_seen = client.dropped_events();
+      ask = true;
+    }
+    if (*event) {
+      if (auto status = printer.event(**event)) return *status;
+    }
+    if (!ask) continue;
+    auto got = client.call("loop.get", {{"id", printer.loop_id()}});
+    if (!got) {
+      printer.end_line();
+      return std::move(got).error();
+    }
+    const std::string status = loop_status(member(*got, "loop"));
+    if (is_final_status(status)) {
+      printer.end_line();
+      return status;
+    }
+  }
+}
+
+}  // namespace loopr::client
