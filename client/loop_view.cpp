@@ -140,24 +140,64 @@ void print_field(std::ostream& out, std::string_view label, const std::string& v
   out << value << '\n';
 }
 
+// The used figure for a budget key. `used` is a usage object (cost_usd,
+// wall_clock_ms) while limits and left name usd and wall_clock_s.
+std::string used_figure(const std::string& key, const json& used) {
+  const json& same = member(used, key);
+  if (!same.is_null()) return budget_figure(key, same);
+  if (key == "usd") return format_usd(member(used, "cost_usd"));
+  if (key == "wall_clock_s") return format_duration_ms(member(used, "wall_clock_ms"));
+  return "-";
+}
+
 void print_budget(const json& budget, std::ostream& out) {
+  if (!budget.is_object()) return;
   const json& limits = member(budget, "limits");
   const json& used = member(budget, "used");
   const json& left = member(budget, "left");
   std::set<std::string> keys;
-  for (const json* part : {&limits, &used, &left}) {
+  for (const json* part : {&limits, &left}) {
     if (!part->is_object()) continue;
     for (const auto& [key, value] : part->items())
       keys.insert(key);
   }
-  if (keys.empty()) return;
+  if (keys.empty()) {
+    out << "budget:    no limits\n";
+    return;
+  }
   out << "budget:\n";
   TextTable table({"  BUDGET", "LIMIT", "USED", "LEFT"});
   for (const std::string& key : keys) {
     table.add_row({"  " + printable(key), budget_figure(key, member(limits, key)),
-                   budget_figure(key, member(used, key)), budget_figure(key, member(left, key))});
+                   used_figure(key, used), budget_figure(key, member(left, key))});
   }
   table.print(out);
+}
+
+void print_notes(const json& notes, std::ostream& out) {
+  if (!notes.is_array() || notes.empty()) return;
+  out << "progress notes:\n";
+  for (const json& note : notes) {
+    const std::string text = note.is_string() ? note.get<std::string>() : compact_json(note);
+    std::size_t start = 0;
+    bool first = true;
+    do {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      out << (first ? "  - " : "    ")
+          << printable(std::string_view(text).substr(start, end - start)) << '\n';
+      first = false;
+      start = end + 1;
+    } while (start < text.size());
+  }
+}
+
+// The status, marked when the loop was deleted.
+std::string status_cell(const json& loop) {
+  std::string status = cell(loop, "status");
+  const json& deleted = member(loop, "deleted");
+  if (deleted.is_boolean() && deleted.get<bool>()) status += " (deleted)";
+  return status;
 }
 
 void print_iterations(const json& iterations, std::ostream& out) {
@@ -350,7 +390,7 @@ void print_loop_table(const json& loops, std::int64_t now_ms, std::ostream& out)
       const json& usage = member(loop, "usage");
       const json& task = member(loop, "task");
       table.add_row(
-          {cell(loop, "id"), cell(loop, "type"), cell(loop, "status"),
+          {cell(loop, "id"), cell(loop, "type"), status_cell(loop),
            cell(loop, "iteration") + "/" + cell(loop, "max_iterations"), format_token_total(usage),
            format_usd(member(usage, "cost_usd")), format_age(member(loop, "updated_at_ms"), now_ms),
            task.is_string() ? first_line(task.get_ref<const std::string&>(), kTaskWidth) : "-"});
@@ -364,7 +404,7 @@ void print_loop_table(const json& loops, std::int64_t now_ms, std::ostream& out)
 }
 
 void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out) {
-  out << "loop " << cell(loop, "id") << "  " << cell(loop, "status") << '\n';
+  out << "loop " << cell(loop, "id") << "  " << status_cell(loop) << '\n';
   const std::string reason = string_of(loop, "status_reason");
   if (!reason.empty()) {
     out << "reason:\n";
@@ -394,6 +434,7 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
       << format_duration_ms(member(usage, "wall_clock_ms")) << '\n';
   print_budget(member(loop, "budget"), out);
   print_iterations(member(loop, "iterations"), out);
+  print_notes(member(loop, "notes"), out);
 
   const json& validation = member(loop, "last_validation");
   if (validation.is_object()) {

@@ -193,9 +193,13 @@ TEST_F(LoopCommandsTest, MalformedLoopListExitsFour) {
 TEST_F(LoopCommandsTest, ShowPrintsStatusWhereUsageBudgetIterationsAndValidation) {
   json loop = a_loop("l-3", "stuck");
   loop["status_reason"] = "the same edit failed 3 times\x1b[31m";
-  loop["budget"] = {{"limits", {{"usd", 5.0}, {"tool_calls", 200}}},
-                    {"used", {{"usd", 0.0123}, {"tool_calls", 9}}},
-                    {"left", {{"usd", 4.9877}, {"tool_calls", 191}}}};
+  // As looprd sends it: limits and left name usd and wall_clock_s, used is
+  // a usage object.
+  loop["budget"] = {{"limits", {{"usd", 5.0}, {"tool_calls", 200}, {"wall_clock_s", 3600}}},
+                    {"used", loop["usage"]},
+                    {"left", {{"usd", 4.9877}, {"tool_calls", 191}, {"wall_clock_s", 3505}}}};
+  loop["notes"] = {"read the tests first\nthen \x1b[1mfix", "done"};
+  loop["deleted"] = true;
   loop["iterations"] = {
       {{"iteration", 1},
        {"started_at_ms", 1000},
