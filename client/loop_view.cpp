@@ -511,6 +511,10 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
     print_tool_calls(member(data, "calls"), out);
   } else if (kind == "tool_results") {
     print_tool_results(member(data, "results"), out);
+    const std::string note = string_of(data, "note");
+    if (!note.empty()) out << "note: " << printable_lines(note) << '\n';
+    const std::string ends = string_of(data, "ends_iteration");
+    if (!ends.empty()) out << "(this ends the iteration: " << printable(ends) << ")\n";
   } else if (kind == "note") {
     out << "note: ";
     const std::string text = string_of(data, "text");

@@ -615,7 +615,9 @@ TEST_F(LoopCommandsTest, LogsPagesAcrossMoreAndRendersEachKind) {
                         {"ok", false},
                         {"status", "failed"},
                         {"content", "no_match: x\nl2\nl3\nl4\nl5"},
-                        {"is_error", true}}}}})}},
+                        {"is_error", true}}}},
+                     {"note", "\x1b[0mcareful"},
+                     {"ends_iteration", ""}})}},
            {"more", true}});
     }
     return FakeReply::result(
@@ -649,6 +651,7 @@ TEST_F(LoopCommandsTest, LogsPagesAcrossMoreAndRendersEachKind) {
                                              "     | l2",
                                              "     | l3",
                                              "     | ...",
+                                             "note: \\x1b[0mcareful",
                                              "note: you edited the same file 3 times",
                                              "committed fedcba98 (1 files changed)",
                                              "validating: make test",
