@@ -3,10 +3,12 @@
 // following parts in process.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <sstream>
@@ -492,7 +494,17 @@ CtlRun interrupt_when(const std::vector<std::string>& args, const std::string& r
   CtlRun run;
   char buffer[4096];
   bool interrupted = false;
+  // A looprctl that never shows `ready` is killed after a generous limit, so
+  // the test fails instead of hanging.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
+    pollfd readable{out_pipe[0], POLLIN, 0};
+    const int polled = ::poll(&readable, 1, 100);
+    if (polled < 0 && errno != EINTR) break;
+    if (polled <= 0) {
+      if (std::chrono::steady_clock::now() > give_up) ::kill(pid, SIGKILL);
+      continue;
+    }
     const ssize_t n = ::read(out_pipe[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
