@@ -58,11 +58,20 @@ Daemon::Daemon(DaemonOptions options)
   router_ =
       std::make_unique<ToolRouter>(io_, options_.settings, std::move(catalog), std::move(lane_map),
                                    approvals_, events_, metrics_, store_, reads_);
+  providers_ = std::make_unique<ProviderRegistry>(io_, options_.settings, config::process_env());
+  loop_tools_ = std::make_unique<LoopTools>(*router_, reads_);
+  loops_ = std::make_unique<loops::LoopEngine>(loops::LoopEngineServices{
+      io_, options_.settings, store_, *loop_tools_,
+      [this](const std::string& name) { return providers_->get(name); },
+      [this](std::string_view event, nlohmann::json data) {
+        events_.publish(event, std::move(data));
+      },
+      [this](std::string_view event) { return events_.has_subscribers(event); }});
   std::vector<RunnerLink*> lanes;
   for (auto& lane : lanes_)
     lanes.push_back(lane.get());
   methods_ = std::make_unique<MethodRegistry>(
-      DaemonServices{*router_, approvals_, events_, metrics_, lanes,
+      DaemonServices{*router_, *loops_, approvals_, events_, metrics_, lanes,
                      [this] { return server_ ? server_->client_count() : 0; },
                      [this] { request_shutdown("daemon.shutdown"); }, started_,
                      [this] { return shutting_down_; }});
@@ -138,7 +147,11 @@ void Daemon::publish_output(const proto::OutputChunk& chunk) {
   // JSON result, which arrives whole in the call's reply.
   if (chunk.stream != proto::OutputStream::standard_error) return;
   if (!events_.has_subscribers("tool.output")) return;
-  events_.publish("tool.output", {{"call_id", chunk.job_id}, {"data", chunk.data}});
+  nlohmann::json data = {{"call_id", chunk.job_id}, {"data", chunk.data}};
+  if (std::string loop_id = router_->loop_of_call(chunk.job_id); !loop_id.empty()) {
+    data["loop_id"] = std::move(loop_id);
+  }
+  events_.publish("tool.output", std::move(data));
 }
 
 bool Daemon::reload_catalog() {
@@ -184,6 +197,9 @@ void Daemon::request_shutdown(const std::string& why) {
 // replies are written. A client that does not read gets a second.
 asio::awaitable<void> Daemon::shut_down() {
   server_->stop_accepting();
+  // Loops stop where they are, their status unchanged: the next start
+  // resumes them from the store.
+  co_await loops_->stop();
   approvals_.close("looprd is shutting down");
   std::size_t lanes_running = lanes_.size();
   Wakeup lanes_stopped(io_.get_executor());
@@ -209,6 +225,9 @@ asio::awaitable<void> Daemon::shut_down() {
 int Daemon::run() {
   for (auto& lane : lanes_)
     lane->start();
+  if (auto resumed = loops_->start(); !resumed) {
+    spdlog::error("cannot resume the loops in the store: {}", resumed.error().message);
+  }
   server_->start_accepting();
   watch_signals();
   spdlog::info("looprd {} listening on {} (state {}, {} lanes)", kDaemonVersion,

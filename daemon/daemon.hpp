@@ -21,12 +21,15 @@
 #include "daemon/approval_gate.hpp"
 #include "daemon/control_server.hpp"
 #include "daemon/event_bus.hpp"
+#include "daemon/loop_tools.hpp"
 #include "daemon/methods.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/provider_registry.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
-#include "store/store.hpp"
 #include "daemon/tool_router.hpp"
+#include "loops/loop_engine.hpp"
+#include "store/store.hpp"
 
 namespace loopr::daemon {
 
@@ -69,6 +72,9 @@ class Daemon {
   ApprovalGate approvals_;
   std::vector<std::unique_ptr<RunnerLink>> lanes_;
   std::unique_ptr<ToolRouter> router_;
+  std::unique_ptr<ProviderRegistry> providers_;
+  std::unique_ptr<LoopTools> loop_tools_;
+  std::unique_ptr<loops::LoopEngine> loops_;
   std::unique_ptr<MethodRegistry> methods_;
   std::unique_ptr<ControlServer> server_;
   std::chrono::steady_clock::time_point started_;

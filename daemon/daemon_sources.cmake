@@ -6,9 +6,12 @@ add_library(loopr_daemon STATIC
   daemon.cpp
   event_bus.cpp
   logging.cpp
+  loop_methods.cpp
+  loop_tools.cpp
   methods.cpp
   metrics.cpp
   path_locks.cpp
+  provider_registry.cpp
   read_tracker.cpp
   runner_link.cpp
   systemd_notify.cpp
@@ -21,7 +24,8 @@ target_compile_definitions(loopr_daemon PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATE
 # operator new with its matching delete) as mismatched (GCC bug 109224).
 target_compile_options(loopr_daemon PUBLIC $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)
 target_link_libraries(loopr_daemon PUBLIC loopr_common loopr_proto loopr_config loopr_json_schema
-                                          loopr_store spdlog::spdlog Threads::Threads)
+                                          loopr_store loopr_llm loopr_loops spdlog::spdlog
+                                          Threads::Threads)
 loopr_target_options(loopr_daemon)
 
 add_executable(looprd main.cpp)

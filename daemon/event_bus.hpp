@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,10 @@ class EventBus {
   using Sink = std::function<void(const std::string& line)>;
   using SubscriptionId = std::uint64_t;
 
-  SubscriptionId subscribe(std::vector<std::string> topics, Sink sink);
+  // With `loop_id`, only events whose data names that loop (data.loop_id,
+  // or data.loop.id) reach the sink.
+  SubscriptionId subscribe(std::vector<std::string> topics, Sink sink,
+                           std::optional<std::string> loop_id = std::nullopt);
   void unsubscribe(SubscriptionId id);
 
   // Encodes {"event", "data"} once and delivers it to each matching sink.
@@ -39,8 +43,10 @@ class EventBus {
   struct Subscriber {
     std::vector<std::string> topics;
     Sink sink;
+    std::optional<std::string> loop_id;
   };
   bool wants(const Subscriber& subscriber, std::string_view event) const;
+  static bool about_loop(const nlohmann::json& data, const std::string& loop_id);
 
   std::map<SubscriptionId, Subscriber> subscribers_;
   SubscriptionId next_id_ = 1;

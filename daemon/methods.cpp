@@ -68,8 +68,10 @@ void fit_batch_reply(json& results) {
 }
 
 const std::vector<std::string_view> kEventTopics = {
-    "tool",     "tool.started",       "tool.output",      "tool.finished",
-    "approval", "approval.requested", "approval.resolved"};
+    "tool",         "tool.started",       "tool.output",       "tool.finished",
+    "approval",     "approval.requested", "approval.resolved", "loop",
+    "loop.created", "loop.updated",       "loop.iteration",    "loop.step",
+    "chat",         "chat.chunk",         "provider",          "provider.retry"};
 
 }  // namespace
 
@@ -87,6 +89,15 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
       {"events.subscribe", {&MethodRegistry::events_subscribe}},
       {"metrics.get", {&MethodRegistry::metrics_get}},
       {"daemon.shutdown", {&MethodRegistry::daemon_shutdown}},
+      {"loop.create", {&MethodRegistry::loop_create}},
+      {"loop.list", {&MethodRegistry::loop_list}},
+      {"loop.get", {&MethodRegistry::loop_get}},
+      {"loop.transcript", {&MethodRegistry::loop_transcript}},
+      {"loop.export", {&MethodRegistry::loop_export}},
+      {"loop.pause", {&MethodRegistry::loop_pause}},
+      {"loop.resume", {&MethodRegistry::loop_resume}},
+      {"loop.cancel", {&MethodRegistry::loop_cancel}},
+      {"loop.delete", {&MethodRegistry::loop_delete}},
   };
 }
 
@@ -279,11 +290,13 @@ asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& se
   if (session.subscription) services_.events.unsubscribe(*session.subscription);
   // The sink holds the session weakly: the bus never keeps a closed client alive.
   std::weak_ptr<ClientSession> weak = session.shared_from_this();
-  session.subscription =
-      services_.events.subscribe(parsed->topics, [weak](const std::string& line) {
+  session.subscription = services_.events.subscribe(
+      parsed->topics,
+      [weak](const std::string& line) {
         if (auto live = weak.lock()) live->send_line(line);
-      });
-  co_return json{{"topics", parsed->topics}};
+      },
+      parsed->loop_id);
+  co_return proto::to_json(*parsed);
 }
 
 asio::awaitable<Result<json>> MethodRegistry::metrics_get(ClientSession&, const json&) {
@@ -296,6 +309,8 @@ asio::awaitable<Result<json>> MethodRegistry::metrics_get(ClientSession&, const 
       {"rss_bytes", resident_set_bytes()},
       {"clients", services_.client_count()},
       {"active_calls", services_.router.active_calls()},
+      {"loops", services_.loops.loop_count()},
+      {"running_loops", services_.loops.running_count()},
       {"pending_approvals", services_.approvals.pending_count()},
       {"calls", services_.metrics.calls_json()},
       {"lanes", std::move(lanes)},

@@ -21,12 +21,14 @@
 #include "daemon/metrics.hpp"
 #include "daemon/runner_link.hpp"
 #include "daemon/tool_router.hpp"
+#include "loops/loop_engine.hpp"
 
 namespace loopr::daemon {
 
 // What the handlers reach. Everything is owned by the Daemon.
 struct DaemonServices {
   ToolRouter& router;
+  loops::LoopEngine& loops;
   ApprovalGate& approvals;
   EventBus& events;
   Metrics& metrics;
@@ -68,6 +70,16 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> events_subscribe(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> metrics_get(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> daemon_shutdown(ClientSession&, const nlohmann::json&);
+  // loop.* (loop_methods.cpp)
+  asio::awaitable<Result<nlohmann::json>> loop_create(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_list(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_get(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_transcript(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_export(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_pause(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_resume(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_cancel(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_delete(ClientSession&, const nlohmann::json&);
 
   DaemonServices services_;
   std::map<std::string, Method, std::less<>> methods_;

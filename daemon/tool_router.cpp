@@ -340,7 +340,8 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       args["create_only"] = true;
     }
   }
-  if (const std::string* command = configured_command(tool->name, settings_)) {
+  if (const std::string* configured = configured_command(tool->name, settings_)) {
+    const std::string* command = request.command ? &*request.command : configured;
     if (command->empty()) {
       co_return fail(
           "failed",
@@ -366,7 +367,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
-  active_[call_id] = ActiveCall{tool->lane, request.client_id};
+  active_[call_id] = ActiveCall{tool->lane, request.client_id, request.loop_id};
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
@@ -409,9 +410,10 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   const auto timeout = static_cast<std::uint64_t>(tool->timeout_ms);
   job.timeout_ms = request.timeout_ms ? std::min(*request.timeout_ms, timeout) : timeout;
   job.max_output_bytes = static_cast<std::uint64_t>(tool->max_output_bytes);
-  events_.publish(
-      "tool.started",
-      {{"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}});
+  json started_event = {
+      {"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}};
+  if (!request.loop_id.empty()) started_event["loop_id"] = request.loop_id;
+  events_.publish("tool.started", std::move(started_event));
   LaneReply reply = co_await lane->second->run(std::move(job));
   active_.erase(call_id);
 
@@ -472,12 +474,11 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
     spdlog::error("cannot record call {} in the store: {}", outcome.call_id,
                   stored.error().message);
   }
-  events_.publish("tool.finished", {{"call_id", outcome.call_id},
-                                    {"tool", outcome.tool},
-                                    {"lane", outcome.lane},
-                                    {"status", outcome.status},
-                                    {"ok", outcome.ok},
-                                    {"duration_ms", outcome.duration_ms}});
+  json finished_event = {{"call_id", outcome.call_id}, {"tool", outcome.tool},
+                         {"lane", outcome.lane},       {"status", outcome.status},
+                         {"ok", outcome.ok},           {"duration_ms", outcome.duration_ms}};
+  if (!request.loop_id.empty()) finished_event["loop_id"] = request.loop_id;
+  events_.publish("tool.finished", std::move(finished_event));
 }
 
 bool ToolRouter::cancel(const std::string& call_id) {
@@ -497,6 +498,30 @@ std::size_t ToolRouter::cancel_calls_of_client(std::uint64_t client_id) {
   for (const std::string& id : ids)
     if (cancel(id)) ++cancelled;
   return cancelled;
+}
+
+std::size_t ToolRouter::cancel_calls_of_loop(const std::string& loop_id) {
+  std::vector<std::string> ids;
+  for (const auto& [id, active] : active_) {
+    if (!loop_id.empty() && active.loop_id == loop_id) ids.push_back(id);
+  }
+  std::size_t cancelled = 0;
+  for (const std::string& id : ids)
+    if (cancel(id)) ++cancelled;
+  return cancelled;
+}
+
+std::string ToolRouter::loop_of_call(const std::string& call_id) const {
+  auto it = active_.find(call_id);
+  return it == active_.end() ? std::string() : it->second.loop_id;
+}
+
+Result<void> ToolRouter::check_arguments(const std::string& tool, const json& args) const {
+  auto it = catalog_->schemas.find(tool);
+  if (it == catalog_->schemas.end()) {
+    return make_error(errc::invalid_arguments, "unknown tool '" + tool + "'");
+  }
+  return it->second.validate(args);
 }
 
 struct ToolRouter::BatchState {

@@ -56,6 +56,13 @@ struct ToolCallRequest {
   // True once the caller can no longer receive the result: the call is not
   // started after an approval wait, and nothing is remembered for its session.
   std::function<bool()> caller_gone;
+  // The loop that made the call (empty: a client's own call); tool events
+  // carry it, and cancel_calls_of_loop() finds the call by it.
+  std::string loop_id;
+  // The command build/test/validate run instead of the configured one. Set
+  // only by looprd itself (a loop's validation, chosen by the user), never
+  // from a client's or a model's arguments.
+  std::optional<std::string> command;
 };
 
 // The reply to tool.call (docs/control-protocol.md).
@@ -100,6 +107,13 @@ class ToolRouter {
   bool cancel(const std::string& call_id);
   // Cancels every call of one control connection; returns how many.
   std::size_t cancel_calls_of_client(std::uint64_t client_id);
+  // Cancels every call a loop made; returns how many.
+  std::size_t cancel_calls_of_loop(const std::string& loop_id);
+  // The loop a running call belongs to (empty: none or unknown).
+  std::string loop_of_call(const std::string& call_id) const;
+  // Checks `args` against the JSON Schema of `tool` (any lane, daemon tools
+  // too): an invalid_arguments Error naming the field.
+  Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const;
 
   void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
     catalog_ = std::move(catalog);
@@ -135,6 +149,7 @@ class ToolRouter {
   struct ActiveCall {
     std::string lane;
     std::uint64_t client_id = 0;
+    std::string loop_id;
   };
   std::map<std::string, ActiveCall> active_;  // call id → running call
 };

@@ -19,7 +19,7 @@ Result<std::unique_ptr<Provider>> make_provider(const config::ProviderSettings& 
                         "set script to the recorded session file (JSON Lines) in loopr.toml");
     }
     auto scripted = ScriptedProvider::open(
-        settings.script, ScriptedOptions{settings.stream, settings.context_window});
+        settings.script, ScriptedOptions{settings.stream, settings.context_window, settings.model});
     if (!scripted) return std::move(scripted).error();
     return std::unique_ptr<Provider>(std::move(*scripted));
   }

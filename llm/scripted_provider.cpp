@@ -151,6 +151,7 @@ ScriptedProvider::ScriptedProvider(std::string path, ScriptedOptions options,
     : path_(std::move(path)),
       stream_(options.stream),
       context_window_(options.context_window > 0 ? options.context_window : kDefaultContextWindow),
+      model_(options.model.empty() ? std::string("scripted") : options.model),
       entries_(std::move(entries)) {}
 
 asio::awaitable<Result<ModelTurn>> ScriptedProvider::complete(const ModelRequest& request,

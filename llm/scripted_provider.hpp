@@ -44,6 +44,8 @@ namespace loopr::llm {
 struct ScriptedOptions {
   bool stream = true;
   std::int64_t context_window = 0;  // 0: 200000
+  // The model name it reports (for prices and display); empty: "scripted".
+  std::string model;
 };
 
 class ScriptedProvider : public Provider {

@@ -217,7 +217,9 @@ json to_json(const ApprovalDecisionParams& params) {
 }
 
 json to_json(const SubscribeParams& params) {
-  return json{{"topics", params.topics}};
+  json out = {{"topics", params.topics}};
+  if (params.loop_id) out["loop_id"] = *params.loop_id;
+  return out;
 }
 
 Result<InitializeParams> parse_initialize_params(const json& params) {
@@ -260,6 +262,7 @@ Result<SubscribeParams> parse_subscribe_params(const json& params) {
   FieldReader f = params_reader(params, "events.subscribe");
   SubscribeParams out;
   out.topics = f.string_list("topics", false);
+  out.loop_id = f.optional_text("loop_id", 256);
   return finish(f, std::move(out));
 }
 

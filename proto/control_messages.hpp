@@ -128,6 +128,8 @@ struct ApprovalDecisionParams {
 // events.subscribe. Empty (or absent on the wire) means every topic.
 struct SubscribeParams {
   std::vector<std::string> topics;
+  // Only events of this loop (data.loop_id or data.loop.id) when set.
+  std::optional<std::string> loop_id;
   bool operator==(const SubscribeParams&) const = default;
 };
 

@@ -139,7 +139,7 @@ TEST_F(ScriptedProviderTest, StreamedTextArrivesInPieces) {
 }
 
 TEST_F(ScriptedProviderTest, UnstreamedTextArrivesOnce) {
-  auto provider = open(R"({"text":"all at once please"})", ScriptedOptions{false, 1000});
+  auto provider = open(R"({"text":"all at once please"})", ScriptedOptions{false, 1000, ""});
   ASSERT_TRUE(provider);
   EXPECT_EQ(provider->context_window(), 1000);
   std::vector<std::string> pieces;

@@ -166,8 +166,11 @@ TEST(ControlParams, ApprovalDecisionAndSubscribe) {
   EXPECT_FALSE(parse_approval_decision_params(json::object()).ok());
   EXPECT_FALSE(parse_approval_decision_params(json{{"id", "a"}, {"reason", 1}}).ok());
 
-  const SubscribeParams some{{"tool.output", "loop.updated"}};
+  const SubscribeParams some{{"tool.output", "loop.updated"}, std::nullopt};
   EXPECT_EQ(*parse_subscribe_params(to_json(some)), some);
+  const SubscribeParams one_loop{{"loop"}, "c7"};
+  EXPECT_EQ(*parse_subscribe_params(to_json(one_loop)), one_loop);
+  EXPECT_FALSE(parse_subscribe_params(json{{"loop_id", 7}}).ok());
   EXPECT_TRUE(parse_subscribe_params(json::object())->topics.empty());
   EXPECT_FALSE(parse_subscribe_params(json{{"topics", "all"}}).ok());
   EXPECT_FALSE(parse_subscribe_params(json{{"topics", {1}}}).ok());

@@ -1,0 +1,71 @@
+#include "daemon/loop_tools.hpp"
+
+namespace loopr::daemon {
+
+using nlohmann::json;
+
+asio::awaitable<std::vector<json>> LoopTools::run_calls(const std::string& loop_id,
+                                                        const std::string& worktree,
+                                                        std::vector<loops::GatewayCall> calls) {
+  std::vector<ToolCallRequest> requests;
+  requests.reserve(calls.size());
+  for (auto& call : calls) {
+    ToolCallRequest request;
+    request.tool = std::move(call.tool);
+    request.args = std::move(call.args);
+    request.worktree = worktree;
+    request.session = session_of(loop_id);
+    request.loop_id = loop_id;
+    requests.push_back(std::move(request));
+  }
+  auto outcomes = co_await router_.batch(std::move(requests));
+  std::vector<json> results;
+  results.reserve(outcomes.size());
+  for (const auto& outcome : outcomes)
+    results.push_back(outcome.to_json());
+  co_return results;
+}
+
+asio::awaitable<json> LoopTools::run_validation(const std::string& loop_id,
+                                                const std::string& worktree,
+                                                const std::string& command) {
+  ToolCallRequest request;
+  request.tool = "validate";
+  request.worktree = worktree;
+  request.session = session_of(loop_id);
+  request.loop_id = loop_id;
+  request.command = command;
+  ToolCallOutcome outcome = co_await router_.call(std::move(request));
+  co_return outcome.to_json();
+}
+
+void LoopTools::start_iteration(const std::string& loop_id) {
+  reads_.forget_session(session_of(loop_id));
+}
+
+std::size_t LoopTools::cancel_calls(const std::string& loop_id) {
+  return router_.cancel_calls_of_loop(loop_id);
+}
+
+const config::ToolSpec* LoopTools::find_tool(const std::string& name) const {
+  const config::ToolSpec* tool = router_.catalog().find(name);
+  return tool != nullptr && tool->enabled ? tool : nullptr;
+}
+
+Result<void> LoopTools::check_arguments(const std::string& tool, const json& args) const {
+  return router_.check_arguments(tool, args);
+}
+
+json LoopTools::tool_definitions(const std::vector<std::string>& names) const {
+  try {
+    return config::llm_tool_definitions(router_.catalog(), names);
+  } catch (const std::exception&) {
+    // A reload removed a tool the loop type names: offer what remains.
+    std::vector<std::string> known;
+    for (const std::string& name : names)
+      if (router_.catalog().find(name) != nullptr) known.push_back(name);
+    return config::llm_tool_definitions(router_.catalog(), known);
+  }
+}
+
+}  // namespace loopr::daemon

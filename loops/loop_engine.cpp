@@ -1,0 +1,435 @@
+#include "loops/loop_engine.hpp"
+
+#include <limits.h>
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "loops/loop_run.hpp"
+#include "loops/offload.hpp"
+#include "loops/worktrees.hpp"
+#include "proto/control_messages.hpp"
+
+namespace loopr::loops {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxTaskBytes = 256 * 1024;
+constexpr std::size_t kMaxTranscriptSteps = 5000;
+
+Error with_rpc_code(Error error, proto::ControlErrorCode code) {
+  if (!error.details.is_object()) error.details = json::object();
+  error.details["rpc_code"] = static_cast<int>(code);
+  return error;
+}
+
+Error invalid(std::string message, std::string hint = {}) {
+  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
+}
+
+Error invalid_state(std::string message, std::string hint = {}) {
+  return with_rpc_code(make_error("invalid_state", std::move(message), std::move(hint)),
+                       proto::ControlErrorCode::invalid_state);
+}
+
+// params[key] as a string: absent → fallback; another type → an Error.
+Result<std::string> string_param(const json& params, const char* key, std::string fallback = {}) {
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  if (!it->is_string()) return invalid(std::string(key) + " must be a string");
+  return it->get<std::string>();
+}
+
+Result<std::string> real_folder(const std::string& path, const char* what) {
+  if (path.empty() || path.front() != '/') {
+    return invalid(std::string(what) + " must be an absolute path, got '" + path + "'");
+  }
+  char resolved[PATH_MAX];
+  struct stat info {};
+  if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &info) != 0 ||
+      !S_ISDIR(info.st_mode)) {
+    return make_error(errc::not_found, std::string(what) + " '" + path + "' is not a folder",
+                      "pass the folder of a git repository");
+  }
+  return std::string(resolved);
+}
+
+bool is_known_type(const std::string& type) {
+  for (auto known : config::kLoopTypes)
+    if (type == known) return true;
+  return false;
+}
+
+}  // namespace
+
+LoopEngine::LoopEngine(LoopEngineServices services) : services_(std::move(services)) {}
+
+LoopEngine::~LoopEngine() {
+  git_pool_.join();
+}
+
+Result<void> LoopEngine::start() {
+  auto rows = services_.store.all_loops();
+  if (!rows) return std::move(rows).error();
+  for (store::LoopRow& row : *rows) {
+    next_seq_ = std::max(next_seq_, row.seq + 1);
+    auto spec = LoopSpec::from_json(row.spec);
+    if (!spec) {
+      spdlog::error("loop {} in the store cannot be read ({}); it is left as it is", row.id,
+                    spec.error().message);
+      continue;
+    }
+    LoopProgress progress = LoopProgress::from_json(row.state);
+    auto run =
+        std::make_shared<LoopRun>(*this, std::move(row), std::move(*spec), std::move(progress));
+    runs_[run->id()] = run;
+    if (!is_final(run->status())) {
+      spdlog::info("loop {} resumes ({})", run->id(), to_string(run->status()));
+      launch(run);
+    }
+  }
+  return {};
+}
+
+void LoopEngine::launch(const std::shared_ptr<LoopRun>& run) {
+  ++active_;
+  asio::co_spawn(services_.io, run->run(), [this](std::exception_ptr) { --active_; });
+}
+
+asio::awaitable<void> LoopEngine::stop() {
+  stopping_ = true;
+  for (auto& [id, run] : runs_)
+    run->stop();
+  asio::steady_timer tick(services_.io);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (active_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    tick.expires_after(std::chrono::milliseconds(5));
+    std::error_code ignored;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+Spend LoopEngine::total_spend() const {
+  Spend total;
+  for (const auto& [id, run] : runs_)
+    total += run->progress().spend;
+  return total;
+}
+
+std::size_t LoopEngine::running_count() const {
+  std::size_t count = 0;
+  for (const auto& [id, run] : runs_)
+    if (run->status() == LoopStatus::running) ++count;
+  return count;
+}
+
+Result<std::shared_ptr<LoopRun>> LoopEngine::find(const json& params) const {
+  if (!params.is_object() || !params.contains("id") || !params["id"].is_string()) {
+    return invalid("the request needs `id`, a loop id (see looprctl loops)");
+  }
+  const std::string id = params["id"].get<std::string>();
+  auto it = runs_.find(id);
+  if (it == runs_.end()) {
+    return with_rpc_code(make_error(errc::not_found, "no loop '" + id.substr(0, 100) + "'",
+                                    "list the loops with `looprctl loops`"),
+                         proto::ControlErrorCode::loop_not_found);
+  }
+  return it->second;
+}
+
+asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
+  if (stopping_) co_return invalid_state("looprd is shutting down");
+  if (!params.is_object()) co_return invalid("loop.create needs an object of parameters");
+  const auto& settings = services_.settings;
+
+  auto type = string_param(params, "type", "code");
+  if (!type) co_return std::move(type).error();
+  if (!is_known_type(*type)) {
+    co_return invalid("unknown loop type '" + type->substr(0, 64) + "'",
+                      "loop types: plan, spec, phase, code");
+  }
+  if (*type != "code") {
+    co_return invalid("a " + *type + " loop is started by a plan, not on its own",
+                      "run a code loop: type \"code\"");
+  }
+  auto task = string_param(params, "task");
+  if (!task) co_return std::move(task).error();
+  if (task->find_first_not_of(" \t\r\n") == std::string::npos) {
+    co_return invalid("loop.create needs `task`: what the loop should do");
+  }
+  if (task->size() > kMaxTaskBytes) co_return invalid("the task is over 256 KiB");
+  auto repo_param = string_param(params, "repo");
+  if (!repo_param) co_return std::move(repo_param).error();
+  auto repo = real_folder(*repo_param, "repo");
+  if (!repo) co_return std::move(repo).error();
+  auto base = string_param(params, "base");
+  if (!base) co_return std::move(base).error();
+
+  auto provider_name = string_param(params, "provider", settings.llm.provider);
+  if (!provider_name) co_return std::move(provider_name).error();
+  auto provider_settings = settings.providers.find(*provider_name);
+  if (provider_settings == settings.providers.end()) {
+    std::string names;
+    for (const auto& [name, p] : settings.providers)
+      names += (names.empty() ? "" : ", ") + name;
+    co_return invalid("no provider '" + provider_name->substr(0, 64) + "'",
+                      "providers in loopr.toml: " + names);
+  }
+  auto provider = services_.provider(*provider_name);
+  if (!provider) co_return std::move(provider).error();
+  auto model = string_param(params, "model", (*provider)->model());
+  if (!model) co_return std::move(model).error();
+
+  const config::LoopSettings& loop_settings = settings.loops.at(*type);
+  std::int64_t max_iterations = loop_settings.max_iterations;
+  if (auto it = params.find("max_iterations"); it != params.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
+        it->get<std::int64_t>() > 10000) {
+      co_return invalid("max_iterations must be a whole number from 1 to 10000");
+    }
+    max_iterations = it->get<std::int64_t>();
+  }
+  auto validate =
+      string_param(params, "validate",
+                   loop_settings.validation_command.empty() ? settings.commands.validate
+                                                            : loop_settings.validation_command);
+  if (!validate) co_return std::move(validate).error();
+  if (validate->find_first_not_of(" \t\r\n") == std::string::npos) {
+    co_return invalid("no validation command for this loop",
+                      "pass one (looprctl loop run --validate \"make test\"), or set [loops." +
+                          *type + "] validation_command or [commands] validate in loopr.toml");
+  }
+  auto limits = merge_limits(settings.budgets.loop, params.value("budget", json()));
+  if (!limits) co_return std::move(limits).error();
+  if ((limits->usd || settings.budgets.global.usd) && !settings.prices.count(*model)) {
+    co_return invalid("a USD budget needs the price of model '" + model->substr(0, 100) + "'",
+                      "add [prices.\"" + *model +
+                          "\"] with input_usd_per_mtok and output_usd_per_mtok to loopr.toml, "
+                          "or budget tokens instead");
+  }
+  const std::string folder = settings.worktree_folder();
+  if (folder.empty()) {
+    co_return invalid("loops need a worktree root",
+                      "set [sandbox] worktree_roots in loopr.toml to the folders that hold your "
+                      "repositories");
+  }
+
+  const std::int64_t seq = next_seq_++;
+  LoopSpec spec;
+  spec.id = loop_id_for(*type, seq);
+  spec.type = *type;
+  spec.task = *task;
+  spec.repo = *repo;
+  spec.base = *base;
+  spec.branch = "loop/" + spec.id;
+  spec.worktree = folder + "/" + spec.id;
+  spec.provider = *provider_name;
+  spec.model = *model;
+  spec.validate = *validate;
+  spec.prompt_template = loop_settings.prompt_template;
+  spec.tools = loop_settings.tools;
+  spec.max_iterations = max_iterations;
+  spec.budget = *limits;
+
+  const std::string repo_path = spec.repo, path = spec.worktree, branch = spec.branch,
+                    base_rev = spec.base;
+  auto git_work = [=] { return add_worktree(repo_path, path, branch, base_rev); };
+  auto made = co_await offload(git_pool_, git_work);
+  if (!made) co_return std::move(made).error();
+  spec.base_commit = made->base_commit;
+  spec.worktree = made->path;
+
+  store::LoopRow row;
+  row.id = spec.id;
+  row.seq = seq;
+  row.type = spec.type;
+  row.status = "running";
+  row.spec = spec.to_json();
+  row.state = LoopProgress{}.to_json();
+  store::LoopStep created;
+  created.loop_id = spec.id;
+  created.kind = "created";
+  created.data = {{"spec", row.spec}};
+  if (auto stored = services_.store.insert_loop(row, &created); !stored) {
+    const WorktreeInfo info = *made;
+    auto undo = [=] { return remove_worktree(info, true); };
+    co_await offload(git_pool_, undo);
+    co_return std::move(stored).error();
+  }
+  auto found = services_.store.find_loop(spec.id);
+  if (found && found->has_value()) row = **found;
+  auto run = std::make_shared<LoopRun>(*this, std::move(row), std::move(spec), LoopProgress{});
+  runs_[run->id()] = run;
+  json loop = run->to_json(false);
+  services_.publish("loop.created", {{"loop", loop}});
+  spdlog::info("loop {} created in {} on {}", run->id(), run->spec().worktree, run->spec().branch);
+  launch(run);
+  co_return json{{"loop", loop}};
+}
+
+Result<json> LoopEngine::list(const json& params) const {
+  const json filters = params.is_object() ? params : json::object();
+  auto status = string_param(filters, "status");
+  if (!status) return std::move(status).error();
+  if (!status->empty() && !parse_loop_status(*status)) {
+    return invalid("unknown status '" + status->substr(0, 64) + "'",
+                   "statuses: queued, running, paused, completed, failed, cancelled, "
+                   "budget_exhausted, stuck");
+  }
+  auto type = string_param(filters, "type");
+  if (!type) return std::move(type).error();
+  const bool include_deleted = filters.value("include_deleted", false);
+  std::vector<std::shared_ptr<LoopRun>> ordered;
+  for (const auto& [id, run] : runs_)
+    ordered.push_back(run);
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return a->to_json(false)["created_at_ms"] < b->to_json(false)["created_at_ms"];
+  });
+  json loops = json::array();
+  for (const auto& run : ordered) {
+    if (!status->empty() && to_string(run->status()) != *status) continue;
+    if (!type->empty() && run->spec().type != *type) continue;
+    if (run->progress().deleted && !include_deleted) continue;
+    loops.push_back(run->to_json(false));
+  }
+  return json{{"loops", std::move(loops)}};
+}
+
+Result<json> LoopEngine::get(const json& params) const {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  return json{{"loop", (*run)->to_json(true)}};
+}
+
+Result<json> LoopEngine::transcript(const json& params) const {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  std::optional<std::int64_t> iteration;
+  if (auto it = params.find("iteration"); it != params.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return invalid("iteration must be a whole number");
+    iteration = it->get<std::int64_t>();
+  }
+  std::int64_t after = 0;
+  if (auto it = params.find("after"); it != params.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return invalid("after must be a step id");
+    after = it->get<std::int64_t>();
+  }
+  std::size_t limit = 1000;
+  if (auto it = params.find("limit"); it != params.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1) {
+      return invalid("limit must be a whole number of at least 1");
+    }
+    limit = std::min<std::size_t>(static_cast<std::size_t>(it->get<std::int64_t>()),
+                                  kMaxTranscriptSteps);
+  }
+  auto steps = services_.store.loop_steps((*run)->id(), iteration, after, limit + 1);
+  if (!steps) return std::move(steps).error();
+  const bool more = steps->size() > limit;
+  if (more) steps->resize(limit);
+  json out = json::array();
+  for (const auto& step : *steps) {
+    out.push_back({{"id", step.id},
+                   {"iteration", step.iteration},
+                   {"kind", step.kind},
+                   {"data", step.data},
+                   {"at_ms", step.at_ms}});
+  }
+  return json{{"loop_id", (*run)->id()}, {"steps", std::move(out)}, {"more", more}};
+}
+
+Result<json> LoopEngine::export_turns(const json& params) const {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  json turns = json::array();
+  std::int64_t after = 0;
+  while (true) {
+    auto steps = services_.store.loop_steps((*run)->id(), std::nullopt, after, 1000);
+    if (!steps) return std::move(steps).error();
+    if (steps->empty()) break;
+    for (const auto& step : *steps) {
+      if (step.kind == "model_turn" && step.data.contains("turn"))
+        turns.push_back(step.data["turn"]);
+      after = step.id;
+    }
+  }
+  return json{{"loop_id", (*run)->id()}, {"turns", std::move(turns)}};
+}
+
+Result<json> LoopEngine::pause(const json& params) {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  if (is_final((*run)->status())) {
+    return invalid_state("loop " + (*run)->id() + " has ended (" +
+                         std::string(to_string((*run)->status())) + ")");
+  }
+  (*run)->request_pause();
+  return json{{"loop", (*run)->to_json(false)}, {"pause_requested", true}};
+}
+
+Result<json> LoopEngine::resume(const json& params) {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  if (!(*run)->request_resume()) {
+    return invalid_state("loop " + (*run)->id() + " is not paused (" +
+                         std::string(to_string((*run)->status())) + ")");
+  }
+  return json{{"loop", (*run)->to_json(false)}};
+}
+
+Result<json> LoopEngine::cancel(const json& params) {
+  auto run = find(params);
+  if (!run) return std::move(run).error();
+  if (is_final((*run)->status())) {
+    return invalid_state("loop " + (*run)->id() + " has ended (" +
+                         std::string(to_string((*run)->status())) + ")");
+  }
+  (*run)->request_cancel();
+  return json{{"loop", (*run)->to_json(false)}, {"cancel_requested", true}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::remove(const json& params) {
+  auto found = find(params);
+  if (!found) co_return std::move(found).error();
+  std::shared_ptr<LoopRun> run = *found;
+  if (!is_final(run->status()) || run->running()) {
+    co_return invalid_state("loop " + run->id() + " is " + std::string(to_string(run->status())),
+                            "cancel it first: looprctl loop cancel " + run->id());
+  }
+  const bool remove_worktree_too = params.value("remove_worktree", false);
+  const bool remove_branch = params.value("remove_branch", false);
+  bool worktree_removed = false;
+  bool branch_removed = false;
+  if (remove_worktree_too || remove_branch) {
+    const LoopSpec spec = run->spec();
+    auto remove = [=]() -> Result<void> {
+      auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
+      if (!info) {
+        WorktreeInfo gone;
+        gone.repo = spec.repo;
+        gone.path = spec.worktree;
+        gone.branch = spec.branch;
+        gone.common_dir = spec.repo + "/.git";
+        return remove_worktree(gone, remove_branch);
+      }
+      return remove_worktree(*info, remove_branch);
+    };
+    auto removed = co_await offload(git_pool_, remove);
+    if (!removed) co_return std::move(removed).error();
+    worktree_removed = true;
+    branch_removed = remove_branch;
+  }
+  if (auto marked = run->mark_deleted(); !marked) co_return std::move(marked).error();
+  co_return json{{"id", run->id()},
+                 {"deleted", true},
+                 {"worktree_removed", worktree_removed},
+                 {"branch_removed", branch_removed}};
+}
+
+}  // namespace loopr::loops

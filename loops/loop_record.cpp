@@ -1,0 +1,137 @@
+#include "loops/loop_record.hpp"
+
+namespace loopr::loops {
+namespace {
+
+using nlohmann::json;
+
+std::string text(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::int64_t integer(const json& object, const char* key, std::int64_t fallback = 0) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+
+constexpr std::pair<NextStep, const char*> kNextSteps[] = {
+    {NextStep::none, "none"},         {NextStep::new_iteration, "new_iteration"},
+    {NextStep::complete, "complete"}, {NextStep::max_iterations, "max_iterations"},
+    {NextStep::stuck, "stuck"},
+};
+
+}  // namespace
+
+json LoopSpec::to_json() const {
+  return {{"id", id},
+          {"type", type},
+          {"task", task},
+          {"repo", repo},
+          {"base", base},
+          {"base_commit", base_commit},
+          {"branch", branch},
+          {"worktree", worktree},
+          {"provider", provider},
+          {"model", model},
+          {"validate", validate},
+          {"prompt_template", prompt_template},
+          {"tools", tools},
+          {"max_iterations", max_iterations},
+          {"budget", limits_to_json(budget)}};
+}
+
+Result<LoopSpec> LoopSpec::from_json(const json& value) {
+  if (!value.is_object()) return make_error(errc::internal, "a stored loop spec is not an object");
+  LoopSpec spec;
+  spec.id = text(value, "id");
+  spec.type = text(value, "type");
+  spec.task = text(value, "task");
+  spec.repo = text(value, "repo");
+  spec.base = text(value, "base");
+  spec.base_commit = text(value, "base_commit");
+  spec.branch = text(value, "branch");
+  spec.worktree = text(value, "worktree");
+  spec.provider = text(value, "provider");
+  spec.model = text(value, "model");
+  spec.validate = text(value, "validate");
+  spec.prompt_template = text(value, "prompt_template");
+  if (auto it = value.find("tools"); it != value.end() && it->is_array()) {
+    for (const json& tool : *it)
+      if (tool.is_string()) spec.tools.push_back(tool.get<std::string>());
+  }
+  spec.max_iterations = integer(value, "max_iterations", 1);
+  auto limits = merge_limits(config::BudgetLimits{}, value.value("budget", json::object()));
+  if (!limits) return std::move(limits).error();
+  spec.budget = *limits;
+  if (spec.id.empty() || spec.worktree.empty()) {
+    return make_error(errc::internal, "a stored loop spec has no id or worktree");
+  }
+  return spec;
+}
+
+json LoopProgress::to_json() const {
+  std::string next_name = "none";
+  for (const auto& [value, name] : kNextSteps)
+    if (value == next) next_name = name;
+  return {{"iteration", iteration},
+          {"spend", spend.to_json()},
+          {"status_reason", status_reason},
+          {"last_validation", last_validation},
+          {"notes", notes},
+          {"feedback", feedback},
+          {"pending_note", pending_note},
+          {"strikes", strikes},
+          {"unchanged", unchanged},
+          {"iterations", iterations},
+          {"deleted", deleted},
+          {"next", next_name},
+          {"next_reason", next_reason},
+          {"started_at_ms", started_at_ms},
+          {"turns_this_iteration", turns_this_iteration},
+          {"calls_this_iteration", calls_this_iteration},
+          {"malformed_in_a_row", malformed_in_a_row},
+          {"complete_task_called", complete_task_called},
+          {"complete_summary", complete_summary}};
+}
+
+LoopProgress LoopProgress::from_json(const json& value) {
+  LoopProgress p;
+  if (!value.is_object()) return p;
+  p.iteration = integer(value, "iteration");
+  p.spend = Spend::from_json(value.value("spend", json::object()));
+  p.status_reason = text(value, "status_reason");
+  p.last_validation = value.value("last_validation", json());
+  if (auto it = value.find("notes"); it != value.end() && it->is_array()) {
+    for (const json& note : *it)
+      if (note.is_string()) p.notes.push_back(note.get<std::string>());
+  }
+  p.feedback = text(value, "feedback");
+  p.pending_note = text(value, "pending_note");
+  p.strikes = integer(value, "strikes");
+  p.unchanged = integer(value, "unchanged");
+  p.iterations = value.value("iterations", json::array());
+  if (!p.iterations.is_array()) p.iterations = json::array();
+  p.deleted = value.value("deleted", false);
+  const std::string next_name = text(value, "next");
+  for (const auto& [step, name] : kNextSteps)
+    if (next_name == name) p.next = step;
+  p.next_reason = text(value, "next_reason");
+  p.started_at_ms = integer(value, "started_at_ms");
+  p.turns_this_iteration = integer(value, "turns_this_iteration");
+  p.calls_this_iteration = integer(value, "calls_this_iteration");
+  p.malformed_in_a_row = integer(value, "malformed_in_a_row");
+  p.complete_task_called = value.value("complete_task_called", false);
+  p.complete_summary = text(value, "complete_summary");
+  return p;
+}
+
+std::string loop_id_for(const std::string& type, std::int64_t seq) {
+  const std::string prefix = type == "plan"    ? "p"
+                             : type == "spec"  ? "s"
+                             : type == "phase" ? "ph"
+                                               : "c";
+  return prefix + std::to_string(seq);
+}
+
+}  // namespace loopr::loops

@@ -1,0 +1,825 @@
+#include "loops/loop_run.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <asio/redirect_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "loops/loop_engine.hpp"
+#include "loops/offload.hpp"
+#include "loops/prompts.hpp"
+
+namespace loopr::loops {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What the model reads of a validation: head and tail of what it printed.
+constexpr std::size_t kValidationHead = 4000;
+constexpr std::size_t kValidationTail = 4000;
+
+std::string head_and_tail(const std::string& text) {
+  if (text.size() <= kValidationHead + kValidationTail) return text;
+  return text.substr(0, kValidationHead) + "\n[... " +
+         std::to_string(text.size() - kValidationHead - kValidationTail) + " bytes cut ...]\n" +
+         text.substr(text.size() - kValidationTail);
+}
+
+std::string field_text(const json& object, const char* key) {
+  auto it = object.find(key);
+  return object.is_object() && it != object.end() && it->is_string() ? it->get<std::string>()
+                                                                     : std::string();
+}
+
+json tool_call_json(const llm::ToolCall& call) {
+  return llm::to_json(call);
+}
+
+// The text the model reads for a tool.call result.
+std::string result_content(const json& outcome) {
+  if (outcome.value("ok", false)) {
+    const json& output = outcome.contains("output") ? outcome["output"] : json();
+    return output.is_string() ? output.get<std::string>()
+                              : output.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  json error = outcome.contains("error") ? outcome["error"] : json::object();
+  return json{{"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json tool_error(const std::string& code, const std::string& message, const std::string& hint) {
+  return {{"status", "invalid"},
+          {"ok", false},
+          {"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+LoopRun::LoopRun(LoopEngine& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress)
+    : engine_(engine),
+      row_(std::move(row)),
+      spec_(std::move(spec)),
+      progress_(std::move(progress)),
+      status_(parse_loop_status(row_.status).value_or(LoopStatus::failed)) {}
+
+const config::ModelPrice* LoopRun::price() const {
+  const auto& prices = engine_.services().settings.prices;
+  auto it = prices.find(spec_.model);
+  return it == prices.end() ? nullptr : &it->second;
+}
+
+json LoopRun::to_json(bool detailed) const {
+  json loop = {{"id", spec_.id},
+               {"type", spec_.type},
+               {"status", to_string(status_)},
+               {"status_reason", progress_.status_reason},
+               {"task", spec_.task},
+               {"repo", spec_.repo},
+               {"base_commit", spec_.base_commit},
+               {"branch", spec_.branch},
+               {"worktree", spec_.worktree},
+               {"provider", spec_.provider},
+               {"model", spec_.model},
+               {"parent_id", row_.parent_id.empty() ? json() : json(row_.parent_id)},
+               {"iteration", progress_.iteration},
+               {"max_iterations", spec_.max_iterations},
+               {"validate", spec_.validate},
+               {"usage", progress_.spend.to_json()},
+               {"priced", price() != nullptr},
+               {"last_validation", progress_.last_validation},
+               {"deleted", progress_.deleted},
+               {"created_at_ms", row_.created_at_ms},
+               {"updated_at_ms", row_.updated_at_ms}};
+  if (detailed) {
+    loop["iterations"] = progress_.iterations;
+    loop["budget"] = {{"limits", limits_to_json(spec_.budget)},
+                      {"used", progress_.spend.to_json()},
+                      {"left", left_to_json(spec_.budget, progress_.spend)}};
+    loop["notes"] = progress_.notes;
+  }
+  return loop;
+}
+
+void LoopRun::tick_wall_clock() {
+  const auto now = Clock::now();
+  if (status_ == LoopStatus::running && in_run_) {
+    progress_.spend.wall_clock_ms +=
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_tick_).count();
+  }
+  last_tick_ = now;
+}
+
+bool LoopRun::persist(const std::string& kind, json data) {
+  tick_wall_clock();
+  row_.status = std::string(to_string(status_));
+  row_.state = progress_.to_json();
+  row_.updated_at_ms = now_ms();
+  store::LoopStep step;
+  step.loop_id = spec_.id;
+  step.iteration = progress_.iteration;
+  step.kind = kind;
+  step.data = std::move(data);
+  step.at_ms = row_.updated_at_ms;
+  auto stored = engine_.services().store.append_loop_step(step, &row_);
+  if (!stored) {
+    spdlog::error("loop {}: cannot store its {} step, so the loop stops here: {}", spec_.id, kind,
+                  stored.error().message);
+    stopping_ = true;
+    return false;
+  }
+  step.id = *stored;
+  const auto& services = engine_.services();
+  services.publish("loop.step", {{"loop_id", spec_.id},
+                                 {"step",
+                                  {{"id", step.id},
+                                   {"iteration", step.iteration},
+                                   {"kind", step.kind},
+                                   {"data", step.data},
+                                   {"at_ms", step.at_ms}}}});
+  services.publish("loop.updated", {{"loop", to_json(false)}});
+  return true;
+}
+
+LoopRun::Phase LoopRun::finish(LoopStatus status, std::string reason) {
+  status_ = status;
+  progress_.status_reason = std::move(reason);
+  progress_.next = NextStep::none;
+  persist("status", {{"status", to_string(status)}, {"reason", progress_.status_reason}});
+  spdlog::info("loop {} {}: {}", spec_.id, to_string(status), progress_.status_reason);
+  return Phase::done;
+}
+
+void LoopRun::request_pause() {
+  if (!is_final(status_)) pause_requested_ = true;
+}
+
+bool LoopRun::request_resume() {
+  if (status_ != LoopStatus::paused && !pause_requested_) return false;
+  pause_requested_ = false;
+  if (wake_) wake_->cancel();
+  return true;
+}
+
+void LoopRun::request_cancel() {
+  if (is_final(status_)) return;
+  cancel_requested_ = true;
+  cancel_token_.cancel();
+  engine_.services().tools.cancel_calls(spec_.id);
+  if (wake_) wake_->cancel();
+}
+
+void LoopRun::stop() {
+  stopping_ = true;
+  cancel_token_.cancel();
+  engine_.services().tools.cancel_calls(spec_.id);
+  if (wake_) wake_->cancel();
+}
+
+Result<void> LoopRun::mark_deleted() {
+  progress_.deleted = true;
+  if (!persist("deleted", json::object())) {
+    return make_error(errc::io, "the store refused the deletion; nothing was deleted");
+  }
+  return {};
+}
+
+asio::awaitable<void> LoopRun::run() {
+  auto self = shared_from_this();
+  in_run_ = true;
+  last_tick_ = Clock::now();
+  try {
+    Phase phase = Phase::new_iteration;
+    if (status_ == LoopStatus::paused) pause_requested_ = true;
+    if (co_await pause_point())
+      phase = co_await restore();
+    else
+      phase = Phase::done;
+    while (phase != Phase::done && !stopping_) {
+      switch (phase) {
+        case Phase::new_iteration:
+          phase = co_await start_iteration();
+          break;
+        case Phase::model:
+          phase = co_await model_phase();
+          break;
+        case Phase::commit:
+          phase = co_await commit();
+          break;
+        case Phase::validate:
+          phase = co_await validate();
+          break;
+        case Phase::decide:
+          phase = decide();
+          break;
+        case Phase::done:
+          break;
+      }
+    }
+  } catch (const std::exception& e) {
+    // A bug, not a state of the loop: it stops and says so.
+    spdlog::error("loop {} failed with an internal error: {}", spec_.id, e.what());
+    if (!stopping_ && !is_final(status_)) {
+      finish(LoopStatus::failed, std::string("internal error: ") + e.what());
+    }
+  }
+  in_run_ = false;
+}
+
+asio::awaitable<bool> LoopRun::pause_point() {
+  if (cancel_requested_ && !is_final(status_)) {
+    finish(LoopStatus::cancelled, "cancelled by the user");
+    co_return false;
+  }
+  if (stopping_) co_return false;
+  if (!pause_requested_) co_return true;
+  if (status_ != LoopStatus::paused) {
+    status_ = LoopStatus::paused;
+    if (!persist("status", {{"status", "paused"}, {"reason", "paused by the user"}})) {
+      co_return false;
+    }
+  }
+  auto executor = co_await asio::this_coro::executor;
+  while (pause_requested_ && !cancel_requested_ && !stopping_) {
+    wake_ = std::make_unique<asio::steady_timer>(executor, Clock::time_point::max());
+    std::error_code ignored;
+    co_await wake_->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    wake_.reset();
+  }
+  if (stopping_) co_return false;
+  if (cancel_requested_) {
+    finish(LoopStatus::cancelled, "cancelled by the user");
+    co_return false;
+  }
+  status_ = LoopStatus::running;
+  last_tick_ = Clock::now();  // time paused is not the loop's
+  co_return persist("status", {{"status", "running"}, {"reason", "resumed by the user"}});
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::restore() {
+  if (!worktree_open_) {
+    const std::string repo = spec_.repo, path = spec_.worktree, branch = spec_.branch;
+    auto git_work = [=] { return open_worktree(repo, path, branch); };
+    auto opened = co_await offload(engine_.git_pool(), git_work);
+    if (!opened) {
+      co_return finish(LoopStatus::failed,
+                       "its worktree cannot be used: " + opened.error().message);
+    }
+    worktree_ = *opened;
+    worktree_open_ = true;
+  }
+  if (progress_.iteration == 0) co_return Phase::new_iteration;
+  switch (progress_.next) {
+    case NextStep::new_iteration:
+      co_return Phase::new_iteration;
+    case NextStep::complete:
+    case NextStep::max_iterations:
+    case NextStep::stuck:
+      co_return Phase::decide;
+    case NextStep::none:
+      break;
+  }
+  auto steps = engine_.services().store.loop_steps(spec_.id, progress_.iteration);
+  if (!steps) {
+    co_return finish(LoopStatus::failed, "cannot read its journal: " + steps.error().message);
+  }
+  Phase phase = Phase::model;
+  messages_.clear();
+  pending_calls_.clear();
+  calls_started_ = false;
+  for (const store::LoopStep& step : *steps) {
+    if (step.kind == "iteration_started") {
+      system_ = field_text(step.data, "system");
+      messages_ = {llm::Message{llm::Role::user, field_text(step.data, "prompt"), {}, {}}};
+      phase = Phase::model;
+    } else if (step.kind == "model_turn") {
+      auto turn = llm::model_turn_from_json(step.data.value("turn", json::object()));
+      if (!turn) co_return finish(LoopStatus::failed, "its journal holds a bad model turn");
+      messages_.push_back(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
+      pending_calls_ = turn->tool_calls;
+      calls_started_ = false;
+      if (pending_calls_.empty()) phase = Phase::commit;
+    } else if (step.kind == "tool_calls_started") {
+      calls_started_ = true;
+    } else if (step.kind == "tool_results") {
+      llm::Message results{llm::Role::user, field_text(step.data, "note"), {}, {}};
+      for (const json& result : step.data.value("results", json::array())) {
+        auto parsed = llm::tool_result_from_json(result);
+        if (parsed) results.tool_results.push_back(*parsed);
+      }
+      messages_.push_back(std::move(results));
+      pending_calls_.clear();
+      calls_started_ = false;
+      if (!field_text(step.data, "ends_iteration").empty()) phase = Phase::commit;
+    } else if (step.kind == "committed") {
+      iteration_changed_ = step.data.value("changed", false);
+      last_commit_ = field_text(step.data, "commit");
+      phase = Phase::validate;
+    } else if (step.kind == "validation_started") {
+      phase = Phase::validate;
+    }
+  }
+  if (phase == Phase::model && !pending_calls_.empty()) {
+    // The last model turn's calls have no stored results: run them now
+    // (none had started) or report the interrupted ones.
+    const bool resumed = calls_started_;
+    const auto calls = pending_calls_;
+    const bool ends = co_await run_calls(calls, resumed);
+    if (stopping_ || is_final(status_)) co_return Phase::done;
+    if (ends) phase = Phase::commit;
+  }
+  co_return phase;
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
+  const auto& services = engine_.services();
+  if (progress_.iteration >= spec_.max_iterations) {
+    co_return finish(LoopStatus::failed, "max_iterations: " + std::to_string(spec_.max_iterations) +
+                                             " iterations without passing validation");
+  }
+  progress_.iteration += 1;
+  progress_.started_at_ms = now_ms();
+  progress_.turns_this_iteration = 0;
+  progress_.calls_this_iteration = 0;
+  progress_.malformed_in_a_row = 0;
+  progress_.complete_task_called = false;
+  progress_.complete_summary.clear();
+  progress_.next = NextStep::none;
+  repeats_.reset();
+  services.tools.start_iteration(spec_.id);
+
+  auto template_text = load_template(spec_.prompt_template);
+  if (!template_text) {
+    co_return finish(LoopStatus::failed,
+                     "its prompt template cannot be used: " + template_text.error().message);
+  }
+  PromptInputs inputs;
+  inputs.loop_type = spec_.type;
+  inputs.task = spec_.task;
+  inputs.iteration = progress_.iteration;
+  inputs.max_iterations = spec_.max_iterations;
+  inputs.validation_command = spec_.validate;
+  inputs.tools = spec_.tools;
+  inputs.progress = progress_.notes;
+  inputs.feedback = progress_.feedback;
+  inputs.note = progress_.pending_note;
+  progress_.pending_note.clear();
+  system_ = render_template(*template_text, inputs);
+  const std::string prompt = first_user_message(inputs);
+  messages_ = {llm::Message{llm::Role::user, prompt, {}, {}}};
+  pending_calls_.clear();
+  if (!persist("iteration_started", {{"system", system_}, {"prompt", prompt}})) {
+    co_return Phase::done;
+  }
+  services.publish(
+      "loop.iteration",
+      {{"loop_id", spec_.id}, {"iteration", progress_.iteration}, {"phase", "started"}});
+  co_return Phase::model;
+}
+
+std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request) const {
+  std::size_t bytes = request.system.size();
+  for (const auto& message : request.messages)
+    bytes += llm::to_json(message).dump().size();
+  for (const auto& tool : request.tools) {
+    bytes += tool.name.size() + tool.description.size() + tool.input_schema.dump().size();
+  }
+  NextCall call;
+  call.input_tokens_estimate = estimate_tokens(bytes);
+  call.max_output_tokens = request.max_tokens;
+  call.turns_this_iteration = progress_.turns_this_iteration;
+  call.price = price();
+  if (auto why = exceeded_by_call(spec_.budget, progress_.spend, call, "loop")) return *why;
+  const auto& global = engine_.services().settings.budgets.global;
+  call.turns_this_iteration = 0;  // a per-iteration count has no global meaning
+  if (auto why = exceeded_by_call(global, engine_.total_spend(), call, "global")) return *why;
+  return {};
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
+  const auto& services = engine_.services();
+  auto provider = services.provider(spec_.provider);
+  if (!provider) {
+    co_return finish(
+        LoopStatus::failed,
+        provider.error().message +
+            (provider.error().hint.empty() ? std::string() : " (" + provider.error().hint + ")"));
+  }
+  const auto& provider_settings = services.settings.providers.at(spec_.provider);
+  const json definitions = services.tools.tool_definitions(spec_.tools);
+  std::vector<llm::ToolDefinition> tools;
+  for (const json& definition : definitions) {
+    tools.push_back({definition.value("name", ""), definition.value("description", ""),
+                     definition.value("input_schema", json::object())});
+  }
+  while (true) {
+    if (!co_await pause_point()) co_return Phase::done;
+    llm::ModelRequest request;
+    request.model = spec_.model;
+    request.system = system_;
+    request.messages = messages_;
+    request.tools = tools;
+    request.max_tokens = provider_settings.max_tokens;
+    request.sequence = static_cast<std::uint64_t>(progress_.spend.model_turns);
+    tick_wall_clock();
+    if (const std::string why = worst_budget_for_call(request); !why.empty()) {
+      co_return finish(LoopStatus::budget_exhausted, why);
+    }
+    const std::uint64_t sequence = request.sequence;
+    llm::TurnCallbacks callbacks;
+    callbacks.cancel = &cancel_token_;
+    callbacks.on_text = [this, sequence, &services](std::string_view text) {
+      if (!services.has_subscribers("chat.chunk")) return;
+      services.publish("chat.chunk", {{"loop_id", spec_.id},
+                                      {"iteration", progress_.iteration},
+                                      {"sequence", sequence},
+                                      {"text", std::string(text)}});
+    };
+    callbacks.on_retry = [this, &services](const llm::RetryNotice& notice) {
+      services.publish("provider.retry", {{"loop_id", spec_.id},
+                                          {"provider", spec_.provider},
+                                          {"attempt", notice.attempt},
+                                          {"max_retries", notice.max_retries},
+                                          {"delay_ms", notice.delay.count()},
+                                          {"reason", notice.reason}});
+    };
+    auto turn = co_await (*provider)->complete(request, callbacks);
+    if (stopping_) co_return Phase::done;
+    if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
+    if (!turn) {
+      const Error& error = turn.error();
+      co_return finish(LoopStatus::failed,
+                       "the model call failed (" + error.code + "): " + error.message +
+                           (error.hint.empty() ? std::string() : " — " + error.hint));
+    }
+    progress_.turns_this_iteration += 1;
+    Spend spent;
+    spent.tokens = turn->usage;
+    spent.model_turns = 1;
+    if (const config::ModelPrice* p = price()) spent.usd = cost_usd(turn->usage, *p);
+    progress_.spend += spent;
+    if (!persist("model_turn", {{"sequence", sequence}, {"turn", llm::to_json(*turn)}})) {
+      co_return Phase::done;
+    }
+    messages_.push_back(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
+    if (turn->tool_calls.empty()) co_return Phase::commit;
+    pending_calls_ = turn->tool_calls;
+    const bool ends = co_await run_calls(turn->tool_calls, false);
+    if (stopping_ || is_final(status_)) co_return Phase::done;
+    if (ends) co_return Phase::commit;
+  }
+}
+
+asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls, bool resumed) {
+  const auto& services = engine_.services();
+  const auto& health = services.settings.loop_health;
+  std::vector<json> outcomes(calls.size());
+  std::vector<std::string> canonical_args(calls.size());
+  std::vector<bool> malformed(calls.size(), false);
+  std::vector<bool> interrupted(calls.size(), false);
+  std::vector<GatewayCall> dispatch;
+  std::vector<std::size_t> dispatch_index;
+  bool completes = false;
+
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const llm::ToolCall& call = calls[i];
+    if (std::find(spec_.tools.begin(), spec_.tools.end(), call.name) == spec_.tools.end()) {
+      outcomes[i] = tool_error(errc::invalid_arguments,
+                               "there is no tool '" + call.name.substr(0, 100) + "' in this loop",
+                               "use one of: " + join(spec_.tools));
+      malformed[i] = true;
+      continue;
+    }
+    json args = json::parse(call.arguments.empty() ? "{}" : call.arguments, nullptr, false);
+    if (args.is_discarded() || !args.is_object()) {
+      outcomes[i] =
+          tool_error(errc::invalid_arguments,
+                     call.name + ": the arguments are not a JSON object" +
+                         (args.is_discarded() ? " (invalid JSON)"
+                                              : " (got " + std::string(args.type_name()) + ")"),
+                     "send the arguments as one JSON object matching the tool's input schema");
+      malformed[i] = true;
+      continue;
+    }
+    canonical_args[i] = args.dump();
+    const config::ToolSpec* tool = services.tools.find_tool(call.name);
+    if (tool == nullptr) {
+      outcomes[i] = tool_error(errc::invalid_arguments, "tool '" + call.name + "' is disabled",
+                               "use one of: " + join(spec_.tools));
+      malformed[i] = true;
+      continue;
+    }
+    if (tool->lane == config::lanes::daemon) {
+      if (auto valid = services.tools.check_arguments(call.name, args); !valid) {
+        outcomes[i] = tool_error(valid.error().code, call.name + ": " + valid.error().message,
+                                 valid.error().hint);
+        malformed[i] = true;
+      } else if (call.name == "complete_task") {
+        completes = true;
+        progress_.complete_task_called = true;
+        progress_.complete_summary = args.value("summary", "");
+        outcomes[i] = {
+            {"status", "success"},
+            {"ok", true},
+            {"output",
+             {{"recorded", true},
+              {"message", "loopr will now run the validation; the loop completes if it passes"}}}};
+      } else {
+        outcomes[i] = tool_error(errc::invalid_arguments,
+                                 call.name + " is not available in a " + spec_.type + " loop",
+                                 "use one of: " + join(spec_.tools));
+        malformed[i] = true;
+      }
+      continue;
+    }
+    if (resumed && tool->tier != config::SafetyTier::read_only) {
+      interrupted[i] = true;
+      outcomes[i] = {
+          {"status", "interrupted"},
+          {"ok", false},
+          {"error",
+           {{"code", "interrupted"},
+            {"message", "looprd stopped while " + call.name +
+                            " ran; it may or may not have taken effect, and it was not run again"},
+            {"hint",
+             "check what it would have changed (read the file, list the folder) before "
+             "doing it again"}}}};
+      continue;
+    }
+    dispatch.push_back(GatewayCall{call.name, std::move(args)});
+    dispatch_index.push_back(i);
+  }
+
+  if (!resumed) {
+    if (auto why = exceeded_by_tool_calls(spec_.budget, progress_.spend,
+                                          static_cast<std::int64_t>(calls.size()), "loop")) {
+      finish(LoopStatus::budget_exhausted, *why);
+      co_return true;
+    }
+    if (auto why = exceeded_by_tool_calls(services.settings.budgets.global, engine_.total_spend(),
+                                          static_cast<std::int64_t>(calls.size()), "global")) {
+      finish(LoopStatus::budget_exhausted, *why);
+      co_return true;
+    }
+    json started = json::array();
+    for (const auto& call : calls)
+      started.push_back(tool_call_json(call));
+    if (!persist("tool_calls_started", {{"calls", started}})) co_return true;
+  }
+
+  if (!dispatch.empty()) {
+    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, std::move(dispatch));
+    // looprd is stopping: these results may be cancellations; the journal
+    // keeps the calls as started, and the restart reports them.
+    if (stopping_) co_return true;
+    for (std::size_t j = 0; j < results.size() && j < dispatch_index.size(); ++j) {
+      outcomes[dispatch_index[j]] = std::move(results[j]);
+      if (outcomes[dispatch_index[j]].value("status", "") == "invalid") {
+        malformed[dispatch_index[j]] = true;
+      }
+    }
+  }
+
+  json stored = json::array();
+  llm::Message reply{llm::Role::user, {}, {}, {}};
+  std::string note;
+  std::string ends_iteration = completes ? "complete_task" : "";
+  std::string evidence;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const json& outcome = outcomes[i];
+    llm::ToolResult result;
+    result.call_id = calls[i].id;
+    result.name = calls[i].name;
+    result.content = result_content(outcome);
+    result.is_error = !outcome.value("ok", false);
+    json entry = llm::to_json(result);
+    entry["ok"] = !result.is_error;
+    entry["status"] = outcome.value("status", "error");
+    if (interrupted[i]) entry["interrupted"] = true;
+    stored.push_back(entry);
+    reply.tool_results.push_back(std::move(result));
+    progress_.malformed_in_a_row = malformed[i] ? progress_.malformed_in_a_row + 1 : 0;
+    if (!malformed[i] && !interrupted[i]) {
+      const std::int64_t seen =
+          repeats_.record(calls[i].name, canonical_args[i], reply.tool_results.back().content);
+      if (seen >= health.repeated_call_limit && evidence.empty()) {
+        evidence = calls[i].name + " " + canonical_args[i].substr(0, 200) +
+                   " gave the same result " + std::to_string(seen) + " times";
+      }
+    }
+  }
+  progress_.calls_this_iteration += static_cast<std::int64_t>(calls.size());
+  progress_.spend.tool_calls += static_cast<std::int64_t>(calls.size());
+  if (cancel_requested_) {
+    finish(LoopStatus::cancelled, "cancelled by the user");
+    co_return true;
+  }
+  if (progress_.malformed_in_a_row >= health.malformed_call_limit && ends_iteration.empty()) {
+    ends_iteration = std::to_string(progress_.malformed_in_a_row) +
+                     " malformed tool calls in a row ([loop_health] malformed_call_limit)";
+    progress_.pending_note = "The last iteration ended after " +
+                             std::to_string(progress_.malformed_in_a_row) +
+                             " malformed tool calls in a row. Check each call's arguments "
+                             "against the tool's schema.";
+  }
+  if (!evidence.empty()) {
+    repeats_.reset();
+    progress_.strikes += 1;
+    switch (action_for_strike(progress_.strikes)) {
+      case HealthAction::note:
+        note = "loopr: " + evidence +
+               ". Repeating it will not change the result; try something different.";
+        persist("note", {{"text", note}});
+        break;
+      case HealthAction::fresh_context:
+        if (ends_iteration.empty()) ends_iteration = "fresh context: " + evidence;
+        progress_.pending_note = "The last iteration went round in circles (" + evidence +
+                                 "). Start from what the progress notes say and take a "
+                                 "different approach.";
+        persist("note",
+                {{"text", "loopr ends this iteration to start a fresh context: " + evidence}});
+        break;
+      case HealthAction::stop:
+        persist("tool_results", {{"results", stored}, {"note", note}, {"ends_iteration", "stuck"}});
+        finish(LoopStatus::stuck, evidence + " (after a note and a fresh context)");
+        co_return true;
+    }
+  }
+  if (!persist("tool_results",
+               {{"results", stored}, {"note", note}, {"ends_iteration", ends_iteration}})) {
+    co_return true;
+  }
+  reply.text = note;
+  messages_.push_back(std::move(reply));
+  pending_calls_.clear();
+  co_return !ends_iteration.empty();
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::commit() {
+  const WorktreeInfo info = worktree_;
+  const std::string message =
+      "loopr: loop " + spec_.id + " iteration " + std::to_string(progress_.iteration) +
+      (progress_.complete_summary.empty() ? std::string()
+                                          : "\n\n" + progress_.complete_summary.substr(0, 4000));
+  auto git_work = [=] { return commit_all(info, message); };
+  auto committed = co_await offload(engine_.git_pool(), git_work);
+  if (stopping_) co_return Phase::done;
+  if (!committed) {
+    co_return finish(LoopStatus::failed,
+                     "cannot commit its worktree: " + committed.error().message);
+  }
+  iteration_changed_ = committed->changed;
+  last_commit_ = committed->commit;
+  if (!persist("committed", {{"commit", committed->commit}, {"changed", committed->changed}})) {
+    co_return Phase::done;
+  }
+  co_return Phase::validate;
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::validate() {
+  const auto& services = engine_.services();
+  if (!persist("validation_started", {{"command", spec_.validate}})) co_return Phase::done;
+  services.publish(
+      "loop.iteration",
+      {{"loop_id", spec_.id}, {"iteration", progress_.iteration}, {"phase", "validating"}});
+  const auto started = Clock::now();
+  json outcome = co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate);
+  if (stopping_) co_return Phase::done;
+  if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
+  const auto duration =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  const json output = outcome.value("output", json());
+  const bool ran = outcome.value("ok", false) && output.is_object();
+  const json exit_code = ran ? output.value("exit_code", json()) : json();
+  const bool passed = ran && exit_code.is_number_integer() && exit_code.get<int>() == 0;
+  std::string text;
+  if (ran) {
+    text = field_text(output, "stdout");
+    const std::string err = field_text(output, "stderr");
+    if (!err.empty()) text += (text.empty() ? "" : "\n") + err;
+    if (output.value("timed_out", false)) text += "\n[the validation command timed out]";
+  } else {
+    const json error = outcome.value("error", json::object());
+    text = "the validation could not run: " + field_text(error, "message");
+  }
+  text = head_and_tail(text);
+
+  // Everything that follows from this validation is decided now and stored
+  // with it, so a restart does the same.
+  const bool previous_failed =
+      progress_.last_validation.is_object() && !progress_.last_validation.value("passed", true);
+  const std::string previous_output =
+      previous_failed ? field_text(progress_.last_validation, "output") : std::string();
+  json validation = {
+      {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
+  progress_.last_validation = {{"iteration", progress_.iteration},
+                               {"passed", passed},
+                               {"exit_code", exit_code},
+                               {"output", text}};
+  progress_.iterations.push_back({{"iteration", progress_.iteration},
+                                  {"started_at_ms", progress_.started_at_ms},
+                                  {"ended_at_ms", now_ms()},
+                                  {"model_turns", progress_.turns_this_iteration},
+                                  {"tool_calls", progress_.calls_this_iteration},
+                                  {"commit", last_commit_},
+                                  {"changed", iteration_changed_},
+                                  {"validation", validation}});
+  std::string note_line =
+      "Iteration " + std::to_string(progress_.iteration) + ": " +
+      (iteration_changed_ ? "changed files" : "changed nothing") + "; validation " +
+      (passed ? std::string("passed")
+              : "failed" + (exit_code.is_number_integer() ? " (exit " + exit_code.dump() + ")"
+                                                          : std::string()));
+  if (progress_.complete_task_called) {
+    note_line += "; the model said: " + progress_.complete_summary.substr(0, 500);
+  }
+  progress_.notes.push_back(note_line);
+  if (passed) {
+    progress_.next = NextStep::complete;
+    progress_.next_reason = "validation passed in iteration " + std::to_string(progress_.iteration);
+    progress_.feedback.clear();
+  } else {
+    progress_.feedback = "`" + spec_.validate + "` " +
+                         (exit_code.is_number_integer() ? "exited with " + exit_code.dump()
+                                                        : std::string("did not run")) +
+                         ":\n" + text;
+    progress_.next = NextStep::new_iteration;
+    if (unchanged_iteration(iteration_changed_, text, previous_output, previous_failed)) {
+      progress_.unchanged += 1;
+    } else {
+      progress_.unchanged = 0;
+    }
+    const auto& health = services.settings.loop_health;
+    if (progress_.unchanged >= health.unchanged_iteration_limit) {
+      const std::string evidence = std::to_string(progress_.unchanged + 1) +
+                                   " iterations in a row changed nothing and failed validation "
+                                   "the same way";
+      progress_.unchanged = 0;
+      progress_.strikes += 1;
+      switch (action_for_strike(progress_.strikes)) {
+        case HealthAction::note:
+          progress_.pending_note = evidence + ". Try a different approach.";
+          break;
+        case HealthAction::fresh_context:
+          progress_.notes.clear();
+          progress_.pending_note =
+              evidence +
+              ". The progress notes were dropped for a fresh start; take a different "
+              "approach.";
+          break;
+        case HealthAction::stop:
+          progress_.next = NextStep::stuck;
+          progress_.next_reason =
+              evidence + " (after a note and a fresh context); last output: " + text.substr(0, 400);
+          break;
+      }
+    }
+    if (progress_.next == NextStep::new_iteration && progress_.iteration >= spec_.max_iterations) {
+      progress_.next = NextStep::max_iterations;
+      progress_.next_reason = "max_iterations: " + std::to_string(spec_.max_iterations) +
+                              " iterations without passing validation; last output:\n" + text;
+    }
+  }
+  if (!persist("validation", validation)) co_return Phase::done;
+  services.publish("loop.iteration", {{"loop_id", spec_.id},
+                                      {"iteration", progress_.iteration},
+                                      {"phase", "validated"},
+                                      {"validation", validation}});
+  co_return Phase::decide;
+}
+
+LoopRun::Phase LoopRun::decide() {
+  switch (progress_.next) {
+    case NextStep::complete:
+      return finish(LoopStatus::completed, progress_.next_reason);
+    case NextStep::max_iterations:
+      return finish(LoopStatus::failed, progress_.next_reason);
+    case NextStep::stuck:
+      return finish(LoopStatus::stuck, progress_.next_reason);
+    case NextStep::new_iteration:
+      return Phase::new_iteration;
+    case NextStep::none:
+      break;
+  }
+  if (progress_.iteration >= spec_.max_iterations) {
+    return finish(LoopStatus::failed, "max_iterations: " + std::to_string(spec_.max_iterations) +
+                                          " iterations without passing validation");
+  }
+  return Phase::new_iteration;
+}
+
+}  // namespace loopr::loops

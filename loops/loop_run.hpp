@@ -1,0 +1,115 @@
+// LoopRun: one loop, from its first iteration to its final status
+// (DESIGN.md §8). Each iteration starts from a fresh context (the prompt
+// template, the task, progress notes, the last failure); the model's tool
+// calls go through the ToolGateway and their results back to the model
+// until it ends its turn or calls complete_task; then the worktree is
+// committed on the loop's branch and the daemon runs the validation command
+// on the heavy lane. The loop completes only when validation passes.
+//
+// Crash safety: every step is appended to the journal (with the loop's
+// progress, in one transaction) before it is acted on: a model turn before
+// its tool calls run, `tool_calls_started` before any of them runs, the
+// results before the next model call. resume() rebuilds the iteration's
+// conversation from the journal and goes on from the last stored step: a
+// model call without a stored answer is made again (a scripted provider
+// answers by sequence number, so with the same turn), calls that were
+// started and have no stored result are re-run when read-only and reported
+// to the model as interrupted otherwise, never silently re-run.
+//
+// Threads: io thread only. Owned by the LoopEngine through shared_ptr; the
+// run coroutine holds a reference.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "llm/cancel_token.hpp"
+#include "llm/conversation.hpp"
+#include "loops/loop_health.hpp"
+#include "loops/loop_record.hpp"
+#include "loops/loop_status.hpp"
+#include "loops/worktrees.hpp"
+#include "store/store.hpp"
+
+namespace loopr::loops {
+
+class LoopEngine;
+
+class LoopRun : public std::enable_shared_from_this<LoopRun> {
+ public:
+  LoopRun(LoopEngine& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress);
+
+  const std::string& id() const { return spec_.id; }
+  const LoopSpec& spec() const { return spec_; }
+  const LoopProgress& progress() const { return progress_; }
+  LoopStatus status() const { return status_; }
+  // The loop as loop.list shows it; `detailed` adds iterations and budget.
+  nlohmann::json to_json(bool detailed) const;
+
+  // The coroutine: runs (or resumes) until a final status, or until stop().
+  asio::awaitable<void> run();
+  bool running() const { return in_run_; }
+
+  void request_pause();
+  // Returns false when the loop is not paused (or about to be).
+  bool request_resume();
+  void request_cancel();
+  // looprd is stopping: leave the status as it is.
+  void stop();
+  Result<void> mark_deleted();
+
+ private:
+  enum class Phase { new_iteration, model, commit, validate, decide, done };
+
+  asio::awaitable<Phase> restore();
+  asio::awaitable<Phase> start_iteration();
+  asio::awaitable<Phase> model_phase();
+  // Runs one turn's calls; true when the iteration's model phase ends.
+  asio::awaitable<bool> run_calls(const std::vector<llm::ToolCall>& calls, bool resumed);
+  asio::awaitable<Phase> commit();
+  asio::awaitable<Phase> validate();
+  Phase decide();
+  // Waits while paused; false when the run must end (cancel or stop).
+  asio::awaitable<bool> pause_point();
+
+  // Appends a journal step with the loop's progress and status; emits
+  // loop.step and loop.updated. False (and the run ends) when the store
+  // refused: nothing may be acted on that is not stored.
+  bool persist(const std::string& kind, nlohmann::json data);
+  Phase finish(LoopStatus status, std::string reason);
+  void tick_wall_clock();
+  std::string worst_budget_for_call(const llm::ModelRequest& request) const;
+  const config::ModelPrice* price() const;
+
+  LoopEngine& engine_;
+  store::LoopRow row_;
+  LoopSpec spec_;
+  LoopProgress progress_;
+  LoopStatus status_;
+  WorktreeInfo worktree_;
+  bool worktree_open_ = false;
+
+  std::string system_;
+  std::vector<llm::Message> messages_;
+  std::vector<llm::ToolCall> pending_calls_;  // of the last model turn, not yet answered
+  bool calls_started_ = false;                // tool_calls_started stored for them
+  bool iteration_changed_ = false;            // from the `committed` step
+  std::string last_commit_;
+  nlohmann::json validation_;  // the `validation` step's data, for decide()
+  CallRepeats repeats_;
+
+  llm::CancelToken cancel_token_;
+  bool in_run_ = false;
+  bool pause_requested_ = false;
+  bool cancel_requested_ = false;
+  bool stopping_ = false;
+  std::unique_ptr<asio::steady_timer> wake_;  // pause waits on it
+  std::chrono::steady_clock::time_point last_tick_;
+};
+
+}  // namespace loopr::loops

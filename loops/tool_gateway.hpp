@@ -1,0 +1,57 @@
+// ToolGateway: how the loop engine reaches tools, without knowing the
+// daemon. looprd implements it over its ToolRouter (daemon/loop_tools.cpp),
+// so a loop's calls get everything a client's calls get: the catalog,
+// schema validation, read-before-edit tracking scoped to the loop, approval
+// policy, lanes, timeouts and output caps, the store's record, and tool
+// events carrying the loop's id.
+// Threads: io thread only.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/catalog.hpp"
+
+namespace loopr::loops {
+
+struct GatewayCall {
+  std::string tool;
+  nlohmann::json args = nlohmann::json::object();
+};
+
+class ToolGateway {
+ public:
+  virtual ~ToolGateway() = default;
+
+  // Runs one model turn's runner-lane calls: consecutive read-only calls in
+  // parallel, the others alone, in order. Returns one tool.call result per
+  // call, in call order (docs/control-protocol.md: {call_id, tool, lane,
+  // status, ok, output, error?, exit_code, duration_ms, truncated}).
+  virtual asio::awaitable<std::vector<nlohmann::json>> run_calls(
+      const std::string& loop_id, const std::string& worktree, std::vector<GatewayCall> calls) = 0;
+  // Runs `command` (the loop's validation, chosen by the user) with the
+  // `validate` tool on the heavy lane in `worktree`; a tool.call result.
+  virtual asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,
+                                                         const std::string& worktree,
+                                                         const std::string& command) = 0;
+  // A new iteration begins with a fresh context: the model has read nothing.
+  virtual void start_iteration(const std::string& loop_id) = 0;
+  // Cancels the loop's calls that wait or run; returns how many.
+  virtual std::size_t cancel_calls(const std::string& loop_id) = 0;
+
+  // The catalog entry of an enabled tool, or nullptr.
+  virtual const config::ToolSpec* find_tool(const std::string& name) const = 0;
+  // Checks arguments against the tool's JSON Schema (for daemon-side tools,
+  // which never reach the router): an Error naming the field.
+  virtual Result<void> check_arguments(const std::string& tool,
+                                       const nlohmann::json& args) const = 0;
+  // [{name, description, input_schema}] of these tools, in this order.
+  virtual nlohmann::json tool_definitions(const std::vector<std::string>& names) const = 0;
+};
+
+}  // namespace loopr::loops
