@@ -121,13 +121,14 @@ void LoopPrinter::live_step(const json& step) {
       end_line();
       print_step(step, true, out_);
     }
-  } else if (kind == "note" || kind == "committed" || kind == "validation_started") {
+  } else if (kind == "note" || kind == "committed" || kind == "validation_started" ||
+             kind == "tool_calls_started") {
     end_line();
     print_step(step, false, out_);
   } else if (kind == "validation") {
     validation(iteration, data);
   }
-  // tool calls arrive as tool.* events, status changes as loop.updated.
+  // what the calls gave arrives as tool.* events, status changes as loop.updated.
 }
 
 bool LoopPrinter::is_ours(const proto::Event& event) const {

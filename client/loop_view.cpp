@@ -520,8 +520,11 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
     const std::string text = string_of(data, "text");
     out << printable_lines(text.empty() ? "-" : text) << '\n';
   } else if (kind == "committed") {
-    out << "committed " << short_commit(member(data, "commit")) << " ("
-        << changed_cell(member(data, "changed")) << " changed)\n";
+    const json& changed = member(data, "changed");
+    out << "committed " << short_commit(member(data, "commit"))
+        << (changed.is_boolean() ? (changed.get<bool>() ? " (files changed)" : " (nothing changed)")
+                                 : " (" + changed_cell(changed) + " changed)")
+        << '\n';
   } else if (kind == "validation_started") {
     out << "validating: " << cell(data, "command") << '\n';
   } else if (kind == "validation") {

@@ -276,6 +276,54 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
     EXPECT_EQ(s.providers.at(name).api_key_env, p.api_key_env) << name;
   }
   EXPECT_EQ(s.llm.provider, d.llm.provider);
+  for (const auto& [model, price] : d.prices) {
+    EXPECT_EQ(s.prices.at(model).input, price.input) << model;
+    EXPECT_EQ(s.prices.at(model).output, price.output) << model;
+  }
+  EXPECT_EQ(s.budgets.loop.turns_per_iteration, d.budgets.loop.turns_per_iteration);
+  EXPECT_FALSE(s.budgets.global.usd);
+  EXPECT_EQ(s.loop_health.repeated_call_limit, d.loop_health.repeated_call_limit);
+  EXPECT_EQ(s.providers.at("anthropic").stream, true);
+  EXPECT_EQ(s.providers.at("anthropic").idle_timeout_ms,
+            d.providers.at("anthropic").idle_timeout_ms);
+}
+
+TEST(SettingsLoops, PricesBudgetsHealthAndWorktreesAreRead) {
+  const Settings s = merged(
+      "[sandbox]\nworktree_roots = [\"/src\"]\n"
+      "[worktrees]\nfolder = \"/src/.wt\"\n"
+      "[prices.\"local-model\"]\ninput_usd_per_mtok = 0\noutput_usd_per_mtok = 1.5\n"
+      "[budgets.loop]\nusd = 2\ntool_calls = 100\n"
+      "[budgets.global]\noutput_tokens = 1000000\n"
+      "[loop_health]\nrepeated_call_limit = 5\n"
+      "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n"
+      "model = \"m\"\napi_key_env = \"\"\nstream = false\ncontext_window = 32768\n");
+  EXPECT_EQ(s.worktree_folder(), "/src/.wt");
+  EXPECT_EQ(s.prices.at("local-model").output, 1.5);
+  EXPECT_EQ(s.budgets.loop.usd, 2.0);
+  EXPECT_EQ(s.budgets.loop.tool_calls, 100);
+  EXPECT_EQ(s.budgets.loop.turns_per_iteration, 50);  // the default stays
+  EXPECT_EQ(s.budgets.global.output_tokens, 1000000);
+  EXPECT_EQ(s.loop_health.repeated_call_limit, 5);
+  EXPECT_FALSE(s.providers.at("local").stream);
+  EXPECT_EQ(s.providers.at("local").context_window, 32768);
+  EXPECT_EQ(merged("[sandbox]\nworktree_roots = [\"/src\"]\n").worktree_folder(),
+            "/src/.loopr-worktrees");
+}
+
+TEST(SettingsLoops, MistakesNameTheKey) {
+  EXPECT_THAT(merge_error("[budgets.loop]\nusd = -1\n"), HasSubstr("budgets.loop.usd"));
+  EXPECT_THAT(merge_error("[budgets.loop]\nusd = \"lots\"\n"), HasSubstr("US dollars"));
+  EXPECT_THAT(merge_error("[budgets.loop]\ntokens = 5\n"), HasSubstr("tokens"));
+  EXPECT_THAT(merge_error("[budgets.weekly]\nusd = 5\n"), HasSubstr("budgets"));
+  EXPECT_THAT(merge_error("[prices.m]\ninput = 1\n"), HasSubstr("prices"));
+  EXPECT_THAT(merge_error("[loop_health]\nrepeated_call_limit = 0\n"),
+              HasSubstr("loop_health.repeated_call_limit"));
+  EXPECT_THAT(
+      merge_error("[sandbox]\nworktree_roots = [\"/src\"]\n[worktrees]\nfolder = \"/tmp/x\"\n"),
+      HasSubstr("not beneath any [sandbox] worktree_roots"));
+  EXPECT_THAT(merge_error("[providers.anthropic]\nidle_timeout_ms = 5\n"),
+              HasSubstr("providers.anthropic.idle_timeout_ms"));
 }
 
 }  // namespace
