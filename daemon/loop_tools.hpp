@@ -23,6 +23,8 @@ class LoopTools : public loops::ToolGateway {
                                                  const std::string& command) override;
   void start_iteration(const std::string& loop_id) override;
   std::size_t cancel_calls(const std::string& loop_id) override;
+  void restore_result(const std::string& loop_id, const std::string& worktree,
+                      const std::string& tool, const nlohmann::json& output) override;
   const config::ToolSpec* find_tool(const std::string& name) const override;
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const override;
   nlohmann::json tool_definitions(const std::vector<std::string>& names) const override;

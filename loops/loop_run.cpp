@@ -319,7 +319,14 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
       llm::Message results{llm::Role::user, field_text(step.data, "note"), {}, {}};
       for (const json& result : step.data.value("results", json::array())) {
         auto parsed = llm::tool_result_from_json(result);
-        if (parsed) results.tool_results.push_back(*parsed);
+        if (!parsed) continue;
+        if (result.value("ok", false)) {
+          // The model saw these files before the restart; read-before-edit
+          // must know them again, or its next edit is refused as unread.
+          const json output = json::parse(parsed->content, nullptr, false);
+          engine_.services().tools.restore_result(spec_.id, spec_.worktree, parsed->name, output);
+        }
+        results.tool_results.push_back(*parsed);
       }
       messages_.push_back(std::move(results));
       pending_calls_.clear();

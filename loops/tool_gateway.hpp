@@ -43,6 +43,11 @@ class ToolGateway {
   virtual void start_iteration(const std::string& loop_id) = 0;
   // Cancels the loop's calls that wait or run; returns how many.
   virtual std::size_t cancel_calls(const std::string& loop_id) = 0;
+  // After a restart: `output` is what a successful call of `tool` in the
+  // current iteration returned before looprd stopped (from the journal), so
+  // read-before-edit knows the files the model has seen, as it did then.
+  virtual void restore_result(const std::string& loop_id, const std::string& worktree,
+                              const std::string& tool, const nlohmann::json& output) = 0;
 
   // The catalog entry of an enabled tool, or nullptr.
   virtual const config::ToolSpec* find_tool(const std::string& name) const = 0;
