@@ -4,7 +4,10 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
+#include <string_view>
 
+#include "common/error.hpp"
 #include "config/paths.hpp"
 
 namespace loopr::client {
@@ -14,5 +17,11 @@ namespace loopr::client {
 // Throws loopr::StartupError when a place cannot be resolved (no HOME, a
 // socket path too long).
 config::Paths resolve_client_paths(const config::PathFlags& flags, std::ostream& err);
+
+// `given` made absolute against the current folder and normalized (no
+// trailing '/'); empty: the current folder. A failure is a usage error
+// naming `what` ("the worktree") and the flag to pass ("--worktree").
+Result<std::string> absolute_folder(const std::string& given, std::string_view what,
+                                    std::string_view flag);
 
 }  // namespace loopr::client

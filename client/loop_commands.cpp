@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "client/client_paths.hpp"
 #include "client/commands.hpp"
 #include "client/loop_follow.hpp"
 #include "client/loop_view.hpp"
@@ -40,20 +41,6 @@ Result<json> loop_in(const json& result, const std::string& method) {
     return make_error(errc::protocol, "the " + method + " result has no 'loop' object");
   }
   return result["loop"];
-}
-
-Result<std::string> absolute_repo(const std::string& given) {
-  std::error_code error;
-  const fs::path path = fs::absolute(given, error);
-  if (error) {
-    return make_error(
-        failure::usage,
-        "cannot make the repository '" + given + "' an absolute path: " + error.message(),
-        "pass --repo with an absolute path");
-  }
-  std::string normal = path.lexically_normal().string();
-  if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-  return normal;
 }
 
 bool blank(const std::string& text) {
@@ -140,7 +127,7 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
   if (options.budget_usd && !(std::isfinite(*options.budget_usd) && *options.budget_usd > 0)) {
     return context.fail(make_error(failure::usage, "--budget-usd must be a positive number"));
   }
-  auto repo = absolute_repo(options.repo);
+  auto repo = absolute_folder(options.repo, "the repository", "--repo");
   if (!repo) return context.fail(repo.error());
 
   auto client = context.open();

@@ -42,23 +42,6 @@ std::string fixed(double value, int decimals) {
   return buffer;
 }
 
-std::size_t code_points(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
-}
-
-std::string_view first_code_points(std::string_view text, std::size_t limit) {
-  std::size_t seen = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      if (seen == limit) return text.substr(0, i);
-      ++seen;
-    }
-  }
-  return text;
-}
-
 // Cuts text that is already printable.
 std::string cut_printable(std::string text, std::size_t max) {
   if (code_points(text) <= max) return text;

@@ -13,24 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::size_t code_points(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
-}
-
-// The prefix of `text` holding at most `limit` code points.
-std::string_view first_code_points(std::string_view text, std::size_t limit) {
-  std::size_t seen = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      if (seen == limit) return text.substr(0, i);
-      ++seen;
-    }
-  }
-  return text;
-}
-
 std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -164,6 +146,23 @@ void TextTable::print(std::ostream& out) const {
     }
     out << line << '\n';
   }
+}
+
+std::size_t code_points(std::string_view text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+std::string_view first_code_points(std::string_view text, std::size_t limit) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      if (seen == limit) return text.substr(0, i);
+      ++seen;
+    }
+  }
+  return text;
 }
 
 }  // namespace loopr::client

@@ -31,6 +31,11 @@ std::string format_duration_ms(const nlohmann::json& ms);
 // Bytes as "512 B", "4.0 KiB", "12.3 MiB"; "-" when not a non-negative number.
 std::string format_bytes(const nlohmann::json& bytes);
 
+// Code points of UTF-8 text (continuation bytes not counted), and the prefix
+// of `text` holding at most `limit` of them.
+std::size_t code_points(std::string_view text);
+std::string_view first_code_points(std::string_view text, std::size_t limit);
+
 // Indented JSON (2 spaces); invalid UTF-8 in strings replaced.
 std::string pretty_json(const nlohmann::json& value);
 // One-line JSON; invalid UTF-8 in strings replaced.

@@ -3,6 +3,7 @@
 #include <istream>
 #include <ostream>
 
+#include "client/client_paths.hpp"
 #include "client/commands.hpp"
 #include "client/text_format.hpp"
 #include "client/tool_result_view.hpp"
@@ -56,20 +57,6 @@ Result<json> read_arguments(const std::optional<std::string>& argument, std::ist
   return std::move(parsed).value();
 }
 
-Result<std::string> absolute_worktree(const std::string& given) {
-  std::error_code error;
-  const fs::path path = given.empty() ? fs::current_path(error) : fs::absolute(given, error);
-  if (error) {
-    return make_error(
-        failure::usage,
-        "cannot make the worktree '" + given + "' an absolute path: " + error.message(),
-        "pass --worktree with an absolute path");
-  }
-  std::string normal = path.lexically_normal().string();
-  if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-  return normal;
-}
-
 // The description's first line, for a one-line table cell.
 std::string summary(const json& tool) {
   const auto it = tool.find("description");
@@ -83,7 +70,7 @@ std::string summary(const json& tool) {
 int run_call(const CommandContext& context, const CallOptions& options) {
   auto args = read_arguments(options.args, context.in);
   if (!args) return context.fail(args.error());
-  auto worktree = absolute_worktree(options.worktree);
+  auto worktree = absolute_folder(options.worktree, "the worktree", "--worktree");
   if (!worktree) return context.fail(worktree.error());
   const proto::ToolCallParams params{options.tool, std::move(*args), std::move(*worktree),
                                      options.loop_id, options.timeout_ms};

@@ -3,8 +3,12 @@
 # builds, starts looprd with a default configuration in a temporary place,
 # runs real tool calls through every lane with looprctl (a read, an edit, a
 # grep, a command in no-net that shows the network refused, a command in net,
-# a build on the heavy lane with its output streamed), shows an approval, and
-# stops the daemon.
+# a build on the heavy lane with its output streamed), shows an approval;
+# then runs a real code loop with the scripted provider (a recorded session,
+# examples/demo-loop/session.jsonl) on a sample repository whose test fails:
+# the model reads and edits, the daemon's validation fails, the next
+# iteration fixes it, validation passes; it shows the loop's branch, its
+# diff, its tokens and cost, exports the session, and stops the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -28,6 +32,18 @@ worktree_roots = ["$base/work"]
 
 [commands]
 build = "cc -Wall -o build/greet src/greet.c && ./build/greet"
+test = "sh test.sh"
+
+# The loops' model: a recorded session replayed (no network, no key). For a
+# real model, see the README: [llm] provider = "anthropic", or an
+# OpenAI-compatible server under [providers.NAME].
+[providers.demo]
+kind = "scripted"
+script = "$PWD/examples/demo-loop/session.jsonl"
+model = "claude-sonnet-4-5"
+
+[llm]
+provider = "demo"
 
 # Privileged calls in the net lane wait for a person's approval.
 [approval.lanes]
@@ -94,6 +110,28 @@ call build '{}'
 wait "$events" || true
 echo "-- streamed events:"
 cat "$base/events.out"
+
+step "a code loop: the model works in its own worktree until the daemon's validation passes"
+calc=$base/work/calc
+cp -r examples/demo-loop/repo "$calc"
+git -C "$calc" init -q -b main
+git -C "$calc" add -A
+git -C "$calc" -c user.name=demo -c user.email=demo@localhost commit -q -m "calc: a sample with a failing test"
+echo "-- the sample's test fails before the loop:"
+(cd "$calc" && sh test.sh) || true
+show ctl loop run --type code --repo "$calc" --validate "sh test.sh" --budget-usd 0.50 \
+  "Make sh test.sh pass: calc.sh add gives the wrong answer."
+loop_id=$(ctl --json loops | grep -o '"id": *"c[0-9]*"' | grep -o 'c[0-9]*' | tail -n 1)
+
+step "the loop's branch, its diff, and what it cost"
+show ctl loop show "$loop_id"
+git -C "$calc" log --oneline "loop/$loop_id"
+git -C "$calc" diff "main..loop/$loop_id"
+echo "-- the user's branch is untouched:"
+git -C "$calc" log --oneline main
+echo "-- the session, exported in the scripted provider's format (replayable offline):"
+ctl loop export "$loop_id" > "$base/session-export.jsonl"
+wc -l < "$base/session-export.jsonl"
 
 step "metrics"
 ctl metrics
