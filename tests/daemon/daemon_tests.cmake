@@ -12,4 +12,11 @@ if(TARGET loopr_daemon)
   loopr_add_test(daemon_integration_test daemon_integration_test.cpp daemon_hardening_test.cpp)
   target_link_libraries(daemon_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(daemon_integration_test looprd loopr-runner loopr-tool)
+
+  # Loops end to end: the real looprd, lane runners, git and the scripted
+  # provider, including restarts after SIGKILL.
+  loopr_add_test(loop_integration_test loop_integration_test.cpp loop_crash_test.cpp
+                 loop_fixture.cpp)
+  target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store)
+  add_dependencies(loop_integration_test looprd loopr-runner loopr-tool)
 endif()
