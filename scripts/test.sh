@@ -13,12 +13,30 @@ cd "$(dirname "$0")/.."
 quick=false
 [ "${1:-}" = "--quick" ] && quick=true
 
-./scripts/install-deps.sh
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON
 jobs=$(nproc)
 passed=0
 failed=0
+
+# Each stage's wall-clock time, printed at the end (CI allows 90 minutes).
+stage_names=()
+stage_seconds=()
+stage_started=$SECONDS
+stage_name=""
+stage() {  # stage NAME: ends the running stage, starts NAME
+  if [ -n "$stage_name" ]; then
+    stage_names+=("$stage_name")
+    stage_seconds+=($((SECONDS - stage_started)))
+  fi
+  stage_name=$1
+  stage_started=$SECONDS
+  [ -n "$stage_name" ] && echo "== $stage_name"
+  return 0
+}
+
+stage "install dependencies"
+./scripts/install-deps.sh
 
 run_ctest() {  # run_ctest BUILD_DIR LABEL
   local log status=0
@@ -40,16 +58,17 @@ run_ctest() {  # run_ctest BUILD_DIR LABEL
   return 0
 }
 
-echo "== build (warnings as errors: $werror)"
+stage "build (warnings as errors: $werror)"
 cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" >/dev/null
 cmake --build build
+stage "tests"
 run_ctest build "tests"
 
 # As root, the sandbox is also proven from unprivileged user namespaces: the
 # runner and daemon suites again as a throwaway user. (Run as an ordinary user, the normal
 # run above already is that proof.)
 if [ "$(id -u)" -eq 0 ]; then
-  echo "== runner and daemon tests as an unprivileged user"
+  stage "runner and daemon tests as an unprivileged user"
   if ./scripts/run-unprivileged-tests.sh build --gtest_brief=1; then
     passed=$((passed + 1))
   else
@@ -58,16 +77,17 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 if ! $quick; then
-  echo "== build under ASan+UBSan"
+  stage "build under ASan+UBSan"
   # Debug (-O0): the sanitizers find the same bugs, and it compiles in about
   # half the time of an optimized build on CI's two cores.
   cmake -S . -B build-asan -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_SANITIZE=ON \
         -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan
+  stage "tests under sanitizers"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_ctest build-asan "tests under sanitizers"
 
-  echo "== fuzz smoke"
+  stage "fuzz smoke"
   if ./scripts/fuzz-smoke.sh 20; then
     passed=$((passed + 1))
   else
@@ -75,6 +95,15 @@ if ! $quick; then
   fi
 fi
 
+stage ""
+echo
+echo "== time per stage"
+total=0
+for i in "${!stage_names[@]}"; do
+  printf '%6d s  %s\n' "${stage_seconds[$i]}" "${stage_names[$i]}"
+  total=$((total + stage_seconds[i]))
+done
+printf '%6d s  total\n' "$total"
 echo
 echo "loopr: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
