@@ -284,21 +284,28 @@ TEST_F(LoopTest, MalformedArgumentsGetResultsThatSayWhatIsWrongAndTheLoopRecover
 
   const auto results = results_of(id);
   ASSERT_GE(results.size(), 2u);
+  // Each result is the error the model reads: {"error": {code, message, hint}}.
+  auto error_of = [](const json& result) {
+    const json content = json::parse(result["content"].get<std::string>(), nullptr, false);
+    return content.is_object() ? content.value("error", json::object()) : json::object();
+  };
   const json& not_json = results[0]["results"][0];
   EXPECT_EQ(not_json["call_id"], "m1");
   EXPECT_EQ(not_json["is_error"], true);
   EXPECT_EQ(not_json["status"], "invalid");
-  const std::string not_json_text = not_json["content"];
-  EXPECT_NE(not_json_text.find("invalid_arguments"), std::string::npos) << not_json_text;
-  EXPECT_NE(not_json_text.find("invalid JSON"), std::string::npos) << not_json_text;
+  const json not_json_error = error_of(not_json);
+  EXPECT_EQ(not_json_error["code"], "invalid_arguments") << not_json.dump();
+  EXPECT_NE(not_json_error.value("message", "").find("invalid JSON"), std::string::npos)
+      << not_json.dump();
 
   const json& wrong_type = results[1]["results"][0];
   EXPECT_EQ(wrong_type["call_id"], "m2");
   EXPECT_EQ(wrong_type["is_error"], true);
   EXPECT_EQ(wrong_type["status"], "invalid");
-  const std::string wrong_type_text = wrong_type["content"];
-  EXPECT_NE(wrong_type_text.find("invalid_arguments"), std::string::npos) << wrong_type_text;
-  EXPECT_NE(wrong_type_text.find("path"), std::string::npos) << wrong_type_text;
+  const json wrong_type_error = error_of(wrong_type);
+  EXPECT_EQ(wrong_type_error["code"], "invalid_arguments") << wrong_type.dump();
+  const std::string message = wrong_type_error.value("message", "");
+  EXPECT_NE(message.find("path: expected a string"), std::string::npos) << message;
   // Two malformed calls in a row stay under the default limit of three.
   for (std::size_t i = 0; i + 1 < results.size(); ++i)
     EXPECT_EQ(results[i]["ends_iteration"], json("")) << results[i].dump();
