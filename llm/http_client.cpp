@@ -20,6 +20,7 @@
 // The cost: one thread per HttpClient (looprd has one client), and one post to
 // the io_context per body chunk curl hands us (an allocation and a lock),
 // which at the rate models stream tokens is noise.
+// Measured: bench/README.md, "LLM HTTP transport" (bench/http_transport_bench.cpp).
 //
 // Ownership across the two threads: a Transfer (curl easy handle, request,
 // timestamps) lives on the worker only. An ExchangeImpl (the items waiting for
