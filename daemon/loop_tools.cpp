@@ -48,23 +48,9 @@ void LoopTools::start_iteration(const std::string& loop_id) {
 
 void LoopTools::restore_result(const std::string& loop_id, const std::string& worktree,
                                const std::string& tool, const json& output) {
-  // What ToolRouter::track_reads recorded when the call ran.
-  if (!output.is_object() || !output.contains("path") || !output["path"].is_string()) return;
   char resolved[PATH_MAX];
   if (::realpath(worktree.c_str(), resolved) == nullptr) return;
-  const std::string session = session_of(loop_id);
-  const std::string path = output["path"].get<std::string>();
-  if (tool == "read_file" || tool == "write_file" || tool == "edit_file") {
-    if (output.contains("content_hash") && output["content_hash"].is_string()) {
-      reads_.remember(session, resolved, path, output["content_hash"].get<std::string>());
-    }
-  } else if (tool == "file_delete") {
-    if (output.value("deleted", "") == "directory") {
-      reads_.forget_beneath(session, resolved, path);
-    } else {
-      reads_.forget(session, resolved, path);
-    }
-  }
+  router_.remember_result(session_of(loop_id), resolved, tool, output);
 }
 
 std::size_t LoopTools::cancel_calls(const std::string& loop_id) {

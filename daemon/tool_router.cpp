@@ -431,19 +431,24 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
 
 void ToolRouter::track_reads(const ToolCallOutcome& outcome, const ToolCallRequest& request,
                              const std::string& worktree) {
-  if (!outcome.ok || !outcome.output.is_object()) return;
-  const json& out = outcome.output;
-  if (!out.contains("path") || !out["path"].is_string()) return;
-  const std::string path = out["path"].get<std::string>();
-  if (outcome.tool == "read_file" || outcome.tool == "write_file" || outcome.tool == "edit_file") {
-    if (out.contains("content_hash") && out["content_hash"].is_string()) {
-      reads_.remember(request.session, worktree, path, out["content_hash"].get<std::string>());
+  if (!outcome.ok) return;
+  remember_result(request.session, worktree, outcome.tool, outcome.output);
+}
+
+void ToolRouter::remember_result(const std::string& session, const std::string& worktree,
+                                 const std::string& tool, const json& output) {
+  if (!output.is_object()) return;
+  if (!output.contains("path") || !output["path"].is_string()) return;
+  const std::string path = output["path"].get<std::string>();
+  if (tool == "read_file" || tool == "write_file" || tool == "edit_file") {
+    if (output.contains("content_hash") && output["content_hash"].is_string()) {
+      reads_.remember(session, worktree, path, output["content_hash"].get<std::string>());
     }
-  } else if (outcome.tool == "file_delete") {
-    if (string_field(out, "deleted", "") == "directory") {
-      reads_.forget_beneath(request.session, worktree, path);
+  } else if (tool == "file_delete") {
+    if (string_field(output, "deleted", "") == "directory") {
+      reads_.forget_beneath(session, worktree, path);
     } else {
-      reads_.forget(request.session, worktree, path);
+      reads_.forget(session, worktree, path);
     }
   }
 }

@@ -111,6 +111,12 @@ class ToolRouter {
   std::size_t cancel_calls_of_loop(const std::string& loop_id);
   // The loop a running call belongs to (empty: none or unknown).
   std::string loop_of_call(const std::string& call_id) const;
+  // What a successful call's `output` tells read-before-edit tracking (the
+  // content hash a read, write or edit saw; a delete forgets), recorded for
+  // `session` in `worktree` (a realpath). Done for every call the router
+  // runs; a loop resumed after a restart replays its journal through it.
+  void remember_result(const std::string& session, const std::string& worktree,
+                       const std::string& tool, const nlohmann::json& output);
   // Checks `args` against the JSON Schema of `tool` (any lane, daemon tools
   // too): an invalid_arguments Error naming the field.
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const;

@@ -289,9 +289,8 @@ Result<json> LoopEngine::list(const json& params) const {
   std::vector<std::shared_ptr<LoopRun>> ordered;
   for (const auto& [id, run] : runs_)
     ordered.push_back(run);
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    return a->to_json(false)["created_at_ms"] < b->to_json(false)["created_at_ms"];
-  });
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   json loops = json::array();
   for (const auto& run : ordered) {
     if (!status->empty() && to_string(run->status()) != *status) continue;

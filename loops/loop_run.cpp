@@ -298,18 +298,19 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
     co_return finish(LoopStatus::failed, "cannot read its journal: " + steps.error().message);
   }
   Phase phase = Phase::model;
-  messages_.clear();
+  clear_messages();
   pending_calls_.clear();
   calls_started_ = false;
   for (const store::LoopStep& step : *steps) {
     if (step.kind == "iteration_started") {
       system_ = field_text(step.data, "system");
-      messages_ = {llm::Message{llm::Role::user, field_text(step.data, "prompt"), {}, {}}};
+      clear_messages();
+      add_message(llm::Message{llm::Role::user, field_text(step.data, "prompt"), {}, {}});
       phase = Phase::model;
     } else if (step.kind == "model_turn") {
       auto turn = llm::model_turn_from_json(step.data.value("turn", json::object()));
       if (!turn) co_return finish(LoopStatus::failed, "its journal holds a bad model turn");
-      messages_.push_back(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
+      add_message(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
       pending_calls_ = turn->tool_calls;
       calls_started_ = false;
       if (pending_calls_.empty()) phase = Phase::commit;
@@ -328,7 +329,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
         }
         results.tool_results.push_back(*parsed);
       }
-      messages_.push_back(std::move(results));
+      add_message(std::move(results));
       pending_calls_.clear();
       calls_started_ = false;
       if (!field_text(step.data, "ends_iteration").empty()) phase = Phase::commit;
@@ -387,7 +388,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   progress_.pending_note.clear();
   system_ = render_template(*template_text, inputs);
   const std::string prompt = first_user_message(inputs);
-  messages_ = {llm::Message{llm::Role::user, prompt, {}, {}}};
+  clear_messages();
+  add_message(llm::Message{llm::Role::user, prompt, {}, {}});
   pending_calls_.clear();
   if (!persist("iteration_started", {{"system", system_}, {"prompt", prompt}})) {
     co_return Phase::done;
@@ -398,13 +400,19 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   co_return Phase::model;
 }
 
-std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request) const {
-  std::size_t bytes = request.system.size();
-  for (const auto& message : request.messages)
-    bytes += llm::to_json(message).dump().size();
-  for (const auto& tool : request.tools) {
-    bytes += tool.name.size() + tool.description.size() + tool.input_schema.dump().size();
-  }
+void LoopRun::clear_messages() {
+  messages_.clear();
+  messages_bytes_ = 0;
+}
+
+void LoopRun::add_message(llm::Message message) {
+  messages_bytes_ += llm::to_json(message).dump().size();
+  messages_.push_back(std::move(message));
+}
+
+std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
+                                           std::size_t tools_bytes) const {
+  const std::size_t bytes = request.system.size() + messages_bytes_ + tools_bytes;
   NextCall call;
   call.input_tokens_estimate = estimate_tokens(bytes);
   call.max_output_tokens = request.max_tokens;
@@ -429,9 +437,12 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
   const auto& provider_settings = services.settings.providers.at(spec_.provider);
   const json definitions = services.tools.tool_definitions(spec_.tools);
   std::vector<llm::ToolDefinition> tools;
+  std::size_t tools_bytes = 0;  // for the budget's estimate of the input
   for (const json& definition : definitions) {
     tools.push_back({definition.value("name", ""), definition.value("description", ""),
                      definition.value("input_schema", json::object())});
+    tools_bytes += tools.back().name.size() + tools.back().description.size() +
+                   tools.back().input_schema.dump().size();
   }
   while (true) {
     if (!co_await pause_point()) co_return Phase::done;
@@ -443,7 +454,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     request.max_tokens = provider_settings.max_tokens;
     request.sequence = static_cast<std::uint64_t>(progress_.spend.model_turns);
     tick_wall_clock();
-    if (const std::string why = worst_budget_for_call(request); !why.empty()) {
+    if (const std::string why = worst_budget_for_call(request, tools_bytes); !why.empty()) {
       co_return finish(LoopStatus::budget_exhausted, why);
     }
     const std::uint64_t sequence = request.sequence;
@@ -482,7 +493,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     if (!persist("model_turn", {{"sequence", sequence}, {"turn", llm::to_json(*turn)}})) {
       co_return Phase::done;
     }
-    messages_.push_back(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
+    add_message(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
     if (turn->tool_calls.empty()) co_return Phase::commit;
     pending_calls_ = turn->tool_calls;
     const bool ends = co_await run_calls(turn->tool_calls, false);
@@ -632,7 +643,12 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   progress_.calls_this_iteration += static_cast<std::int64_t>(calls.size());
   progress_.spend.tool_calls += static_cast<std::int64_t>(calls.size());
   if (cancel_requested_) {
-    finish(LoopStatus::cancelled, "cancelled by the user");
+    // The journal keeps what the calls gave (cancellations, mostly) before
+    // the status that ends the loop: every tool_calls_started is answered.
+    if (persist("tool_results",
+                {{"results", stored}, {"note", ""}, {"ends_iteration", "cancelled"}})) {
+      finish(LoopStatus::cancelled, "cancelled by the user");
+    }
     co_return true;
   }
   if (progress_.malformed_in_a_row >= health.malformed_call_limit && ends_iteration.empty()) {
@@ -671,7 +687,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     co_return true;
   }
   reply.text = note;
-  messages_.push_back(std::move(reply));
+  add_message(std::move(reply));
   pending_calls_.clear();
   co_return !ends_iteration.empty();
 }
@@ -733,6 +749,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
       previous_failed ? field_text(progress_.last_validation, "output") : std::string();
   json validation = {
       {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
+  // The iteration's summary keeps no output: the progress row is rewritten
+  // with every journal step, and the output is in the `validation` step.
+  const json summary = {{"passed", passed}, {"exit_code", exit_code}, {"duration_ms", duration}};
   progress_.last_validation = {{"iteration", progress_.iteration},
                                {"passed", passed},
                                {"exit_code", exit_code},
@@ -744,7 +763,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
                                   {"tool_calls", progress_.calls_this_iteration},
                                   {"commit", last_commit_},
                                   {"changed", iteration_changed_},
-                                  {"validation", validation}});
+                                  {"validation", summary}});
   std::string note_line =
       "Iteration " + std::to_string(progress_.iteration) + ": " +
       (iteration_changed_ ? "changed files" : "changed nothing") + "; validation " +

@@ -45,6 +45,7 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   LoopRun(LoopEngine& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress);
 
   const std::string& id() const { return spec_.id; }
+  std::int64_t seq() const { return row_.seq; }  // creation order
   const LoopSpec& spec() const { return spec_; }
   const LoopProgress& progress() const { return progress_; }
   LoopStatus status() const { return status_; }
@@ -83,7 +84,12 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   bool persist(const std::string& kind, nlohmann::json data);
   Phase finish(LoopStatus status, std::string reason);
   void tick_wall_clock();
-  std::string worst_budget_for_call(const llm::ModelRequest& request) const;
+  // The budget the next call could overrun ("" when it fits); `tools_bytes`:
+  // the size of the tool definitions, computed once per model phase.
+  std::string worst_budget_for_call(const llm::ModelRequest& request,
+                                    std::size_t tools_bytes) const;
+  void clear_messages();
+  void add_message(llm::Message message);  // keeps messages_bytes_
   const config::ModelPrice* price() const;
 
   LoopEngine& engine_;
@@ -95,7 +101,8 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   bool worktree_open_ = false;
 
   std::string system_;
-  std::vector<llm::Message> messages_;
+  std::vector<llm::Message> messages_;        // only through clear_/add_message
+  std::size_t messages_bytes_ = 0;            // their JSON size, for the budget's estimate
   std::vector<llm::ToolCall> pending_calls_;  // of the last model turn, not yet answered
   bool calls_started_ = false;                // tool_calls_started stored for them
   bool iteration_changed_ = false;            // from the `committed` step
