@@ -402,6 +402,34 @@ TEST_F(LoopTest, ALoopRepeatingTheSameCallGetsANoteThenAFreshContextThenStopsAsS
             std::string::npos);
 }
 
+TEST_F(LoopTest, IterationsThatChangeNothingAndFailAlikeGetANoteThenAFreshContextThenStuck) {
+  // Each iteration the model only talks: nothing changes, validation fails
+  // the same way every time.
+  std::vector<json> turns;
+  for (int i = 0; i < 4; ++i)
+    turns.push_back(json{{"text", "It looks fine to me."}});
+  start({{"scripted", turns}}, "[loop_health]\nunchanged_iteration_limit = 1\n");
+  const std::string id = create()["id"];
+  const json loop = wait_final(*daemon_, id);
+  EXPECT_EQ(loop["status"], "stuck") << loop.dump(2);
+  const std::string reason = loop["status_reason"];
+  EXPECT_NE(reason.find("changed nothing and failed validation the same way"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("after a note and a fresh context"), std::string::npos) << reason;
+  EXPECT_EQ(loop["iteration"], 4);
+
+  const auto started = steps_of_kind(read_transcript(*daemon_, id), "iteration_started");
+  ASSERT_EQ(started.size(), 4u);
+  const std::string third = started[2]["data"]["prompt"];
+  EXPECT_NE(third.find("Try a different approach"), std::string::npos) << third;
+  EXPECT_NE(third.find("Iteration 2: changed nothing"), std::string::npos) << third;
+  const std::string fourth = started[3]["data"]["prompt"];
+  EXPECT_NE(fourth.find("progress notes were dropped"), std::string::npos) << fourth;
+  EXPECT_EQ(fourth.find("Iteration 2: changed nothing"), std::string::npos) << fourth;
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(loop["iterations"][i]["changed"], false);
+}
+
 // ---- pause, resume, cancel --------------------------------------------------------------
 
 TEST_F(LoopTest, PauseTakesEffectBetweenTurnsAndResumeCompletesTheLoop) {
