@@ -309,21 +309,25 @@ TEST(LoopProviders, AnOpenAICompatibleServerWithoutKeyOrStreamingRunsALoop) {
   EXPECT_EQ(last["messages"].back()["tool_call_id"], "call_toolu_2");
 }
 
-// SECURITY.md class 26.
-TEST(LoopProviders, AnApiKeyNeverReachesAJobALogAnEventTheStoreATranscriptOrAnError) {
+// SECURITY.md class 26, with the key from a key file and from the
+// environment (which looprd inherits, and must not pass on to a job).
+class LoopKeyLeak : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoopKeyLeak, AnApiKeyNeverReachesAJobALogAnEventTheStoreATranscriptOrAnError) {
+  const bool from_env = std::string(GetParam()) == "api_key_env";
   std::random_device random;
   std::ostringstream key_text;
   key_text << "sk-ant-leakcheck-" << std::hex << random() << random() << random();
   const std::string key = key_text.str();
 
   ScriptedHttpServer server;
-  // Loop 1: a job prints its whole environment; then complete_task.
+  // Loop 1: a job prints its whole environment; then the fix.
   const Call env_call{
       "toolu_env", "run_command", {{"command", "env; cat /proc/self/environ | tr '\\0' '\\n'"}}};
   server.push(ScriptedReply::json(200, anthropic_message(env_call).dump()));
-  server.push(ScriptedReply::json(200, anthropic_message(fixing_calls()[0]).dump()));
-  server.push(ScriptedReply::json(200, anthropic_message(fixing_calls()[1]).dump()));
-  server.push(ScriptedReply::json(200, anthropic_message(fixing_calls()[2]).dump()));
+  for (const Call& call : fixing_calls()) {
+    server.push(ScriptedReply::json(200, anthropic_message(call).dump()));
+  }
   // Loop 2: the provider refuses the request and echoes the key back.
   server.push(ScriptedReply::json(
       400, json{{"type", "error"},
@@ -331,18 +335,23 @@ TEST(LoopProviders, AnApiKeyNeverReachesAJobALogAnEventTheStoreATranscriptOrAnEr
                  {{"type", "invalid_request_error"}, {"message", "bad request for key " + key}}}}
                .dump()));
 
-  DaemonHarness* daemon_ptr = nullptr;
-  DaemonOptions options;
   TempTree keys;
-  keys.write("anthropic.key", key + "\n");
-  ::chmod(keys.path("anthropic.key").c_str(), 0600);
-  options.extra_toml = provider_toml(
-      "anth", "anthropic", server.base_url(),
-      "api_key_env = \"\"\nkey_file = \"" + keys.path("anthropic.key") + "\"\nstream = false\n");
+  std::string key_source;
+  if (from_env) {
+    ::setenv("LOOPR_TEST_LEAK_KEY", key.c_str(), 1);
+    key_source = "api_key_env = \"LOOPR_TEST_LEAK_KEY\"\n";
+  } else {
+    keys.write("anthropic.key", key + "\n");
+    ::chmod(keys.path("anthropic.key").c_str(), 0600);
+    key_source = "api_key_env = \"\"\nkey_file = \"" + keys.path("anthropic.key") + "\"\n";
+  }
+  DaemonOptions options;
+  options.extra_toml =
+      provider_toml("anth", "anthropic", server.base_url(), key_source + "stream = false\n");
   DaemonHarness daemon(options);
-  daemon_ptr = &daemon;
   make_repo(daemon.worktree());
   daemon.start();
+  if (from_env) ::unsetenv("LOOPR_TEST_LEAK_KEY");  // looprd has it; nothing else needs it
   LoopWatch watch(daemon);
   const json first = create_loop(daemon, "anth");
   const json first_done = watch.wait_final(first["id"]);
@@ -366,13 +375,16 @@ TEST(LoopProviders, AnApiKeyNeverReachesAJobALogAnEventTheStoreATranscriptOrAnEr
                                  daemon.call("loop.export", {{"id", first["id"]}}).dump() +
                                  watch.text() + daemon.call("metrics.get", json::object()).dump();
   EXPECT_THAT(everything, Not(HasSubstr(key)));
-  ASSERT_EQ(daemon_ptr->stop(), 0);
+  EXPECT_THAT(everything, Not(HasSubstr("LOOPR_TEST_LEAK_KEY")));
+  ASSERT_EQ(daemon.stop(), 0);
   EXPECT_THAT(daemon.log(), Not(HasSubstr(key)));
   for (const auto& entry : std::filesystem::recursive_directory_iterator(daemon.state_dir())) {
     if (!entry.is_regular_file()) continue;
     EXPECT_THAT(read_all(entry.path().string()), Not(HasSubstr(key))) << entry.path();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(KeySources, LoopKeyLeak, ::testing::Values("key_file", "api_key_env"));
 
 // SECURITY.md class 27: the daemon's own git calls (worktree add, the commit
 // after each iteration, remove) run nothing planted in the repository.
