@@ -18,6 +18,7 @@
 #include "client/loop_view.hpp"
 #include "proto/control_messages.hpp"
 #include "tests/client/fake_daemon.hpp"
+#include "tests/client/looprctl_fixture.hpp"
 #include "tests/client/looprctl_run.hpp"
 #include "tests/support/temp_tree.hpp"
 
@@ -102,40 +103,7 @@ json model_turn(std::int64_t sequence, const std::string& text, json calls = jso
             {"usage", json::object()}}}};
 }
 
-class LoopCommandsTest : public ::testing::Test {
- protected:
-  CtlOptions hermetic() {
-    CtlOptions options;
-    options.config_dir = tree_.path("config");
-    options.state_dir = tree_.path("state");
-    return options;
-  }
-
-  CtlRun ctl(std::vector<std::string> args, CtlOptions options = {}) {
-    start();
-    args.insert(args.begin(), {"--socket", fake_.socket_path()});
-    options.config_dir = tree_.path("config");
-    options.state_dir = tree_.path("state");
-    return run_looprctl(args, options);
-  }
-
-  void start() {
-    if (!started_) {
-      fake_.start();
-      started_ = true;
-    }
-  }
-
-  json params_of(const std::string& method) {
-    const auto requests = fake_.requests(method);
-    EXPECT_EQ(requests.size(), 1u) << method;
-    return requests.empty() ? json() : requests.front().params;
-  }
-
-  TempTree tree_;
-  FakeDaemon fake_;
-  bool started_ = false;
-};
+class LoopCommandsTest : public LooprctlFixture {};
 
 // ---- loops ----
 

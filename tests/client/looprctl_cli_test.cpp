@@ -6,6 +6,7 @@
 
 #include "proto/control_messages.hpp"
 #include "tests/client/fake_daemon.hpp"
+#include "tests/client/looprctl_fixture.hpp"
 #include "tests/client/looprctl_run.hpp"
 #include "tests/support/temp_tree.hpp"
 
@@ -50,38 +51,15 @@ CtlOptions with_stdin(const std::string& text) {
   return options;
 }
 
-class LooprctlTest : public ::testing::Test {
+// hermetic() here uses folders of its own, apart from the ones ctl() uses.
+class LooprctlTest : public LooprctlFixture {
  protected:
-  // Config and state folders in the test's tree, for runs without ctl().
   CtlOptions hermetic() {
     CtlOptions options;
     options.config_dir = tree_.path("c");
     options.state_dir = tree_.path("s");
     return options;
   }
-
-  // Runs looprctl --socket <fake> ARGS with hermetic config and state folders.
-  CtlRun ctl(std::vector<std::string> args, CtlOptions options = {}) {
-    if (!started_) {
-      fake_.start();
-      started_ = true;
-    }
-    args.insert(args.begin(), {"--socket", fake_.socket_path()});
-    options.config_dir = tree_.path("config");
-    options.state_dir = tree_.path("state");
-    return run_looprctl(args, options);
-  }
-
-  // The params of the only request with `method`.
-  json params_of(const std::string& method) {
-    const auto requests = fake_.requests(method);
-    EXPECT_EQ(requests.size(), 1u) << method;
-    return requests.empty() ? json() : requests.front().params;
-  }
-
-  TempTree tree_;
-  FakeDaemon fake_;
-  bool started_ = false;
 };
 
 // ---- exit statuses ----
