@@ -1,5 +1,6 @@
 #include "llm/scripted_provider.hpp"
 
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -172,6 +173,12 @@ asio::awaitable<Result<ModelTurn>> ScriptedProvider::complete(const ModelRequest
     CancelHook hook(callbacks.cancel, [&timer] { timer.cancel(); });
     std::error_code ignored;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    if (callbacks.cancel != nullptr && callbacks.cancel->cancelled()) co_return cancelled_error();
+  } else {
+    // An instant answer still gives the io thread back once, as a network
+    // answer would: a loop replaying a session must not keep other clients
+    // and loops waiting for its whole iteration.
+    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     if (callbacks.cancel != nullptr && callbacks.cancel->cancelled()) co_return cancelled_error();
   }
   if (entry.error) co_return *entry.error;
