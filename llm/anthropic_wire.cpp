@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "llm/provider.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::llm {
 
@@ -19,9 +20,9 @@ json ephemeral() {
 // object, and a model's malformed arguments must not make the whole
 // conversation unsendable.
 json tool_input(const std::string& arguments) {
-  json input = json::parse(arguments, nullptr, false);
-  if (input.is_discarded() || !input.is_object()) return json::object();
-  return input;
+  auto input = proto::parse_json_bounded(arguments);
+  if (!input || !input->is_object()) return json::object();
+  return std::move(input).value();
 }
 
 json message_json(const Message& message) {
@@ -291,9 +292,9 @@ std::unique_ptr<StreamAccumulator> AnthropicWire::start_stream() const {
 }
 
 std::string AnthropicWire::error_message(std::string_view body) const {
-  json data = json::parse(body, nullptr, false);
-  if (data.is_discarded()) return {};
-  return error_words(data);
+  auto data = proto::parse_json_bounded(body);
+  if (!data) return {};
+  return error_words(*data);
 }
 
 }  // namespace loopr::llm

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "llm/provider.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::llm {
 
@@ -276,9 +277,9 @@ std::unique_ptr<StreamAccumulator> OpenAiWire::start_stream() const {
 }
 
 std::string OpenAiWire::error_message(std::string_view body) const {
-  json data = json::parse(body, nullptr, false);
-  if (data.is_discarded()) return {};
-  return error_words(data);
+  auto data = proto::parse_json_bounded(body);
+  if (!data) return {};
+  return error_words(*data);
 }
 
 }  // namespace loopr::llm

@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "proto/json_bounded.hpp"
+
 namespace loopr::llm {
 
 using nlohmann::json;
@@ -32,8 +34,11 @@ Error line_error(const std::string& path, std::uint32_t line, std::string what) 
 
 Result<ScriptedProvider::Entry> parse_entry(const std::string& path, std::uint32_t line_number,
                                             const std::string& line) {
-  json value = json::parse(line, nullptr, false);
-  if (value.is_discarded()) return line_error(path, line_number, "not valid JSON");
+  auto parsed = proto::parse_json_bounded(line);
+  if (!parsed) {
+    return line_error(path, line_number, "not valid JSON (" + parsed.error().message + ")");
+  }
+  json value = std::move(parsed).value();
   if (!value.is_object()) return line_error(path, line_number, "not a JSON object");
   static const std::set<std::string> kKeys = {"text",  "tool_calls", "stop_reason", "model",
                                               "usage", "delay_ms",   "error"};

@@ -23,6 +23,7 @@
 #include "llm/credentials.hpp"
 #include "llm/http_client.hpp"
 #include "llm/sse_parser.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::llm {
 
@@ -49,13 +50,16 @@ class StreamAccumulator {
 
 // Helpers both codecs share.
 namespace wire {
-// `text` as JSON; provider_protocol naming `what` when it is not JSON.
+// `text` as JSON; provider_protocol naming `what` when it is not JSON or is
+// nested deeper than proto::kDefaultMaxJsonDepth (a server's bytes are not
+// trusted, and nlohmann's parser recurses per level).
 inline Result<nlohmann::json> parse_json(std::string_view text, std::string_view what) {
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (value.is_discarded()) {
-    return make_error("provider_protocol", std::string(what) + " is not valid JSON");
+  auto value = proto::parse_json_bounded(text);
+  if (!value) {
+    return make_error("provider_protocol",
+                      std::string(what) + " is not valid JSON (" + value.error().message + ")");
   }
-  return value;
+  return std::move(value).value();
 }
 // Compact JSON; invalid UTF-8 in strings becomes U+FFFD instead of throwing.
 inline std::string dump(const nlohmann::json& value) {

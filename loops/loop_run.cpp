@@ -10,6 +10,7 @@
 #include "loops/loop_engine.hpp"
 #include "loops/offload.hpp"
 #include "loops/prompts.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::loops {
 namespace {
@@ -324,8 +325,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
         if (result.value("ok", false)) {
           // The model saw these files before the restart; read-before-edit
           // must know them again, or its next edit is refused as unread.
-          const json output = json::parse(parsed->content, nullptr, false);
-          engine_.services().tools.restore_result(spec_.id, spec_.worktree, parsed->name, output);
+          // The content is a job's output: parsed with a depth bound.
+          if (auto output = proto::parse_json_bounded(parsed->content)) {
+            engine_.services().tools.restore_result(spec_.id, spec_.worktree, parsed->name,
+                                                    *output);
+          }
         }
         results.tool_results.push_back(*parsed);
       }
@@ -522,17 +526,19 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       malformed[i] = true;
       continue;
     }
-    json args = json::parse(call.arguments.empty() ? "{}" : call.arguments, nullptr, false);
-    if (args.is_discarded() || !args.is_object()) {
+    // The model's arguments are untrusted: parsed with a depth bound.
+    auto parsed_args = proto::parse_json_bounded(call.arguments.empty() ? "{}" : call.arguments);
+    if (!parsed_args || !parsed_args->is_object()) {
       outcomes[i] =
           tool_error(errc::invalid_arguments,
                      call.name + ": the arguments are not a JSON object" +
-                         (args.is_discarded() ? " (invalid JSON)"
-                                              : " (got " + std::string(args.type_name()) + ")"),
+                         (!parsed_args ? " (" + parsed_args.error().message + ")"
+                                       : " (got " + std::string(parsed_args->type_name()) + ")"),
                      "send the arguments as one JSON object matching the tool's input schema");
       malformed[i] = true;
       continue;
     }
+    json args = std::move(parsed_args).value();
     canonical_args[i] = args.dump();
     const config::ToolSpec* tool = services.tools.find_tool(call.name);
     if (tool == nullptr) {

@@ -312,6 +312,26 @@ TEST_F(LoopTest, MalformedArgumentsGetResultsThatSayWhatIsWrongAndTheLoopRecover
   EXPECT_EQ(results.back()["ends_iteration"], "complete_task");
 }
 
+// SECURITY class 28: a model's arguments nested far deeper than any schema
+// (a recursive parser would overflow its stack) are a tool error like any
+// other malformed call; looprd lives and the loop goes on.
+TEST_F(LoopTest, HostilelyNestedArgumentsAreAToolErrorAndTheLoopGoesOn) {
+  const std::string nested = std::string(200000, '[') + std::string(200000, ']');
+  start({{"scripted",
+          {turn({tool_call("deep", "read_file", nested)}), turn({read_call("r1")}),
+           turn({edit_call("e1", "41", "42")}), turn({complete_call("c1")})}}});
+  const std::string id = create()["id"];
+  const json loop = wait_final(*daemon_, id);
+  EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+  const auto results = results_of(id);
+  ASSERT_FALSE(results.empty());
+  const json& deep = results[0]["results"][0];
+  EXPECT_EQ(deep["call_id"], "deep");
+  EXPECT_EQ(deep["status"], "invalid");
+  EXPECT_NE(deep["content"].get<std::string>().find("deeper than"), std::string::npos)
+      << deep.dump().substr(0, 500);
+}
+
 TEST_F(LoopTest, MalformedCallsUpToTheLimitInARowEndTheIteration) {
   start({{"scripted",
           {turn({tool_call("m1", "read_file", "not json"), tool_call("m2", "edit_file", {})}),
