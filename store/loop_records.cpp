@@ -14,17 +14,6 @@ namespace {
 using namespace detail;
 using nlohmann::json;
 
-Statement prepare_or_throw(sqlite3* db, const std::string& path, const char* sql) {
-  sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) {
-    throw StartupError("the state database '" + path + "' does not have the expected schema (" +
-                       describe(db, rc) + "); move it aside or point --state-dir elsewhere");
-  }
-  return statement;
-}
-
 Result<void> check_text(const std::string& text, const char* field, std::size_t cap) {
   if (text.size() > cap) {
     return make_error(errc::too_large, std::string("store: loop field '") + field + "' is " +
@@ -106,25 +95,24 @@ void Store::prepare_loop_statements(State& state) {
   const std::string& path = state.path;
   constexpr const char* kColumns =
       "id, seq, type, parent_id, status, spec, state, created_at_ms, updated_at_ms";
-  state.insert_loop = prepare_or_throw(
-      db, path,
-      "INSERT INTO loops (id, seq, type, parent_id, status, spec, state, created_at_ms, "
-      "updated_at_ms) VALUES (?1, ?2, ?3, NULLIF(?4, ''), ?5, ?6, ?7, ?8, ?9)");
-  state.update_loop = prepare_or_throw(
+  state.insert_loop =
+      prepare(db, path,
+              "INSERT INTO loops (id, seq, type, parent_id, status, spec, state, created_at_ms, "
+              "updated_at_ms) VALUES (?1, ?2, ?3, NULLIF(?4, ''), ?5, ?6, ?7, ?8, ?9)");
+  state.update_loop = prepare(
       db, path, "UPDATE loops SET status = ?2, state = ?3, updated_at_ms = ?4 WHERE id = ?1");
-  state.select_loops = prepare_or_throw(
-      db, path, (std::string("SELECT ") + kColumns + " FROM loops ORDER BY seq").c_str());
-  state.select_loop = prepare_or_throw(
-      db, path, (std::string("SELECT ") + kColumns + " FROM loops WHERE id = ?1").c_str());
-  state.insert_loop_step = prepare_or_throw(
+  state.select_loops =
+      prepare(db, path, (std::string("SELECT ") + kColumns + " FROM loops ORDER BY seq").c_str());
+  state.select_loop =
+      prepare(db, path, (std::string("SELECT ") + kColumns + " FROM loops WHERE id = ?1").c_str());
+  state.insert_loop_step = prepare(
       db, path,
       "INSERT INTO loop_steps (loop_id, iteration, kind, data, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)");
-  state.select_loop_steps = prepare_or_throw(
+  state.select_loop_steps = prepare(
       db, path,
       "SELECT id, loop_id, iteration, kind, data, at_ms FROM loop_steps WHERE loop_id = ?1 AND "
       "id > ?2 AND (?3 IS NULL OR iteration = ?3) ORDER BY id LIMIT ?4");
-  state.count_loop_steps =
-      prepare_or_throw(db, path, "SELECT count(*) FROM loop_steps WHERE loop_id = ?1");
+  state.count_loop_steps = prepare(db, path, "SELECT count(*) FROM loop_steps WHERE loop_id = ?1");
 }
 
 Result<std::int64_t> Store::next_loop_seq() const {

@@ -126,6 +126,22 @@ inline Error store_error(sqlite3* db, int rc, std::string_view operation) {
                     std::move(hint));
 }
 
+// A statement prepared to be kept (SQLITE_PREPARE_PERSISTENT). Runs while
+// the Store opens: a failure is a StartupError saying the file does not have
+// the schema this build expects, and that it was left unchanged.
+inline Statement prepare(sqlite3* db, const std::string& path, const char* sql) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  Statement statement(raw);
+  if (rc != SQLITE_OK) {
+    throw StartupError("the state database '" + path + "' does not have the expected schema (" +
+                       describe(db, rc) +
+                       "). loopr did not change the file; move it aside or point --state-dir "
+                       "(LOOPR_STATE_DIR) elsewhere.");
+  }
+  return statement;
+}
+
 }  // namespace loopr::store::detail
 
 namespace loopr::store {

@@ -275,17 +275,6 @@ void apply_step(sqlite3* db, const std::string& path, const StoreMigration& step
   if (rc != SQLITE_OK) step_failed(rc, "cannot commit");
 }
 
-Statement prepare(sqlite3* db, const std::string& path, const char* sql) {
-  sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) {
-    fail("the state database '" + path + "' does not have the expected schema (" +
-         describe(db, rc) + ")." + kLeftUnchanged);
-  }
-  return statement;
-}
-
 // Who created the database and which loopr opened it last, for whoever must
 // one day understand an old file.
 void stamp_meta(sqlite3* db, const std::string& path) {
