@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/sample_stats.hpp"
 #include "client/control_client.hpp"
 
 extern char** environ;
@@ -38,25 +39,6 @@ using nlohmann::json;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-struct Stats {
-  double p50 = 0, p90 = 0, p99 = 0, max = 0;
-};
-
-Stats stats_of(std::vector<double> samples) {
-  Stats s;
-  if (samples.empty()) return s;
-  std::sort(samples.begin(), samples.end());
-  auto at = [&](double q) {
-    return samples[std::min(samples.size() - 1,
-                            static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
-  };
-  s.p50 = at(0.50);
-  s.p90 = at(0.90);
-  s.p99 = at(0.99);
-  s.max = samples.back();
-  return s;
 }
 
 std::uint64_t rss_kb(pid_t pid) {
@@ -230,8 +212,10 @@ int main(int argc, char** argv) {
   ::waitpid(daemon, nullptr, 0);
   std::filesystem::remove_all(base);
 
-  const Stats s1 = stats_of(one), s8 = stats_of(eight), sf = stats_of(fork_exec),
-              sb = stats_of(bwrap);
+  const loopr::bench::SampleStats s1 = loopr::bench::stats_of(one),
+                                  s8 = loopr::bench::stats_of(eight),
+                                  sf = loopr::bench::stats_of(fork_exec),
+                                  sb = loopr::bench::stats_of(bwrap);
   std::printf("looprd tool.call read_file (4 KiB, no-net lane); %d calls, %d spawned\n", calls,
               spawn_calls);
   std::printf("%-28s %8s %8s %8s %8s %10s\n", "way", "p50 ms", "p90 ms", "p99 ms", "max ms",

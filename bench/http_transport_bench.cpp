@@ -51,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/sample_stats.hpp"
 #include "llm/http_client.hpp"
 
 namespace {
@@ -65,29 +66,8 @@ double us_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
 
-struct Stats {
-  std::size_t n = 0;
-  double p50 = 0, p90 = 0, p99 = 0, max = 0;
-};
-
-Stats stats_of(std::vector<double> samples) {
-  Stats s;
-  s.n = samples.size();
-  if (samples.empty()) return s;
-  std::sort(samples.begin(), samples.end());
-  auto at = [&](double q) {
-    return samples[std::min(samples.size() - 1,
-                            static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
-  };
-  s.p50 = at(0.50);
-  s.p90 = at(0.90);
-  s.p99 = at(0.99);
-  s.max = samples.back();
-  return s;
-}
-
 double median_of(std::vector<double> values) {
-  return stats_of(std::move(values)).p50;
+  return loopr::bench::stats_of(std::move(values)).p50;
 }
 
 std::string load_average() {
@@ -561,7 +541,7 @@ TimerFigures timer_lateness(Setup& s, int way, std::vector<std::unique_ptr<EasyC
 const char* const kWays[] = {"HttpClient (worker + post)", "curl_easy, reused handle",
                              "curl_easy, new handle per request"};
 
-void print_stats(const char* label, const Stats& st, const char* extra = "") {
+void print_stats(const char* label, const loopr::bench::SampleStats& st, const char* extra = "") {
   std::printf("  %-36s n=%-6zu p50 %8.1f  p90 %8.1f  p99 %8.1f  max %9.1f us%s\n", label, st.n,
               st.p50, st.p90, st.p99, st.max, extra);
 }
@@ -637,7 +617,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 3; ++k) {
         const int way = (round + k) % 3;
         const std::size_t before = server.connections();
-        const Stats small = stats_of(small_requests(s, way));
+        const loopr::bench::SampleStats small = loopr::bench::stats_of(small_requests(s, way));
         std::vector<double> bursts;
         StreamFigures burst;
         for (int b = 0; b < options.bursts; ++b) {
@@ -653,7 +633,7 @@ int main(int argc, char** argv) {
         small_p99[w].push_back(small.p99);
         burst_us[w].push_back(burst.total_us);
         burst_chunks[w].push_back(static_cast<double>(burst.chunks));
-        const Stats pst = stats_of(paced.latencies_us);
+        const loopr::bench::SampleStats pst = loopr::bench::stats_of(paced.latencies_us);
         paced_p50[w].push_back(pst.p50);
         paced_p90[w].push_back(pst.p90);
         paced_p99[w].push_back(pst.p99);
@@ -678,7 +658,7 @@ int main(int argc, char** argv) {
       const char* labels[3] = {"timer lateness, HttpClient", "timer lateness, easy on io thread",
                                "timer lateness, no streams"};
       for (std::size_t w = 0; w < 3; ++w) {
-        const Stats st = stats_of(timer[w].lateness_us);
+        const loopr::bench::SampleStats st = loopr::bench::stats_of(timer[w].lateness_us);
         timer_p50[w].push_back(st.p50);
         timer_p99[w].push_back(st.p99);
         timer_max[w].push_back(st.max);

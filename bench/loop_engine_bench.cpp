@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/sample_stats.hpp"
 #include "client/control_client.hpp"
 #include "config/catalog.hpp"
 #include "config/settings.hpp"
@@ -66,15 +67,8 @@ double ms_since(Clock::time_point start) {
   return ms_between(start, Clock::now());
 }
 
-double quantile(std::vector<double> samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const auto last = samples.size() - 1;
-  return samples[std::min(last, static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
-}
-
 double median(std::vector<double> samples) {
-  return quantile(std::move(samples), 0.5);
+  return loopr::bench::quantile(std::move(samples), 0.5);
 }
 
 std::string spread(std::vector<double> samples) {
@@ -390,10 +384,10 @@ TurnRun turn_figures(const std::vector<StepSeen>& steps, std::int64_t iteration)
   }
   r.intervals = all.size();
   if (all.empty()) return r;
-  r.p50 = quantile(all, 0.5);
-  r.p90 = quantile(all, 0.9);
-  r.p99 = quantile(all, 0.99);
-  r.max = quantile(all, 1.0);
+  r.p50 = loopr::bench::quantile(all, 0.5);
+  r.p90 = loopr::bench::quantile(all, 0.9);
+  r.p99 = loopr::bench::quantile(all, 0.99);
+  r.max = loopr::bench::quantile(all, 1.0);
   const std::size_t quarter = std::max<std::size_t>(1, all.size() / 4);
   r.p50_first = median(std::vector<double>(all.begin(), all.begin() + static_cast<long>(quarter)));
   r.p50_last = median(std::vector<double>(all.end() - static_cast<long>(quarter), all.end()));
@@ -510,11 +504,11 @@ StoreFigures time_appends(const std::string& dir, int iteration, int appends) {
     build.push_back(ms_between(t0, t1));
     append.push_back(ms_between(t1, t2));
   }
-  f.append_p50 = quantile(append, 0.5);
-  f.append_p99 = quantile(append, 0.99);
+  f.append_p50 = loopr::bench::quantile(append, 0.5);
+  f.append_p99 = loopr::bench::quantile(append, 0.99);
   for (double ms : append)
     f.append_mean += ms / static_cast<double>(append.size());
-  f.build_p50 = quantile(build, 0.5);
+  f.build_p50 = loopr::bench::quantile(build, 0.5);
   return f;
 }
 
