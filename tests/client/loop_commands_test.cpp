@@ -517,31 +517,23 @@ TEST_F(LoopCommandsTest, CtrlCWhileFollowingDetachesAndExitsZero) {
 // ---- usage and reachability ----
 
 TEST_F(LoopCommandsTest, UsageMistakesExitTwoAndSendNothing) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"loop"},
-        {"loop", "run", "--repo", "/src/app"},
-        {"loop", "run", "--repo", "/src/app", "   "},
-        {"loop", "run", "task"},
-        {"loop", "run", "--repo", "/src/app", "--budget-usd", "lots", "task"},
-        {"loop", "run", "--repo", "/src/app", "--budget-usd", "-1", "task"},
-        {"loop", "run", "--repo", "/src/app", "--budget-usd", "0", "task"},
-        {"loop", "run", "--repo", "/src/app", "--budget-usd", "nan", "task"},
-        {"loop", "run", "--repo", "/src/app", "--budget-usd", "inf", "task"},
-        {"loop", "run", "--repo", "/src/app", "--max-iterations", "0", "task"},
-        {"loops", "--status", "sleeping"},
-        {"loop", "show"},
-        {"loop", "logs", "l-1", "--iteration", "-1"},
-        {"loop", "pause"},
-        {"loop", "delete", "l-1", "--everything"},
-        {"loop", "export"}}) {
-    const CtlRun run = ctl(args);
-    std::string joined;
-    for (const auto& arg : args)
-      joined += arg + " ";
-    EXPECT_EQ(run.exit_code, 2) << "looprctl " << joined << "\n" << run.err;
-    EXPECT_FALSE(run.err.empty()) << joined;
-  }
-  EXPECT_TRUE(fake_.requests().empty());
+  expect_usage_errors(std::vector<std::vector<std::string>>{
+      std::vector<std::string>{"loop"},
+      {"loop", "run", "--repo", "/src/app"},
+      {"loop", "run", "--repo", "/src/app", "   "},
+      {"loop", "run", "task"},
+      {"loop", "run", "--repo", "/src/app", "--budget-usd", "lots", "task"},
+      {"loop", "run", "--repo", "/src/app", "--budget-usd", "-1", "task"},
+      {"loop", "run", "--repo", "/src/app", "--budget-usd", "0", "task"},
+      {"loop", "run", "--repo", "/src/app", "--budget-usd", "nan", "task"},
+      {"loop", "run", "--repo", "/src/app", "--budget-usd", "inf", "task"},
+      {"loop", "run", "--repo", "/src/app", "--max-iterations", "0", "task"},
+      {"loops", "--status", "sleeping"},
+      {"loop", "show"},
+      {"loop", "logs", "l-1", "--iteration", "-1"},
+      {"loop", "pause"},
+      {"loop", "delete", "l-1", "--everything"},
+      {"loop", "export"}});
 }
 
 TEST_F(LoopCommandsTest, UnreachableDaemonExitsThree) {

@@ -78,23 +78,15 @@ TEST_F(LooprctlTest, EveryConnectionSendsInitializeFirst) {
 }
 
 TEST_F(LooprctlTest, UsageMistakesExitTwoAndSendNothing) {
-  for (const std::vector<std::string>& args : {std::vector<std::string>{},
-                                               {"frobnicate"},
-                                               {"tools", "--no-such-flag"},
-                                               {"call"},
-                                               {"call", "read_file", "[1, 2]"},
-                                               {"call", "read_file", "{not json"},
-                                               {"deny"},
-                                               {"events", "--count", "0"},
-                                               {"daemon"}}) {
-    const CtlRun run = ctl(args);
-    std::string joined;
-    for (const auto& arg : args)
-      joined += arg + " ";
-    EXPECT_EQ(run.exit_code, 2) << "looprctl " << joined << "\n" << run.err;
-    EXPECT_FALSE(run.err.empty()) << joined;
-  }
-  EXPECT_TRUE(fake_.requests().empty());
+  expect_usage_errors(std::vector<std::vector<std::string>>{std::vector<std::string>{},
+                                                            {"frobnicate"},
+                                                            {"tools", "--no-such-flag"},
+                                                            {"call"},
+                                                            {"call", "read_file", "[1, 2]"},
+                                                            {"call", "read_file", "{not json"},
+                                                            {"deny"},
+                                                            {"events", "--count", "0"},
+                                                            {"daemon"}});
 }
 
 TEST_F(LooprctlTest, HelpExitsZero) {

@@ -41,6 +41,20 @@ class LooprctlFixture : public ::testing::Test {
     }
   }
 
+  // Each command line is refused as a usage error (exit 2, a message on
+  // stderr) before anything reaches the daemon.
+  void expect_usage_errors(const std::vector<std::vector<std::string>>& command_lines) {
+    for (const auto& args : command_lines) {
+      const CtlRun run = ctl(args);
+      std::string joined;
+      for (const auto& arg : args)
+        joined += arg + " ";
+      EXPECT_EQ(run.exit_code, 2) << "looprctl " << joined << "\n" << run.err;
+      EXPECT_FALSE(run.err.empty()) << joined;
+    }
+    EXPECT_TRUE(fake_.requests().empty());
+  }
+
   // The params of the only request with `method`.
   nlohmann::json params_of(const std::string& method) {
     const auto requests = fake_.requests(method);
