@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -727,7 +728,17 @@ TEST(DaemonRunnerLink, ALaneThatCannotBuildItsSandboxFailsCallsAtOnceSayingWhy) 
   EXPECT_NE(result["error"]["message"].get<std::string>().find("unshare(CLONE_NEWUSER)"),
             std::string::npos)
       << result.dump();
-  const json lanes = daemon.call("metrics.get")["lanes"];
+  // Every lane fails the same way; the call above proved only its own lane
+  // (no-net) had, the others' runners may still be starting.
+  json lanes;
+  auto all_failed = [&] {
+    lanes = daemon.call("metrics.get")["lanes"];
+    return std::all_of(lanes.begin(), lanes.end(),
+                       [](const json& lane) { return lane["state"] == "failed"; });
+  };
+  while (!all_failed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
   for (const auto& lane : lanes)
     EXPECT_EQ(lane["state"], "failed") << lane.dump();
   EXPECT_EQ(daemon.call("ping")["pong"], true);
