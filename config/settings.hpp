@@ -131,6 +131,9 @@ struct ProviderSettings {
   std::int64_t idle_timeout_ms = 60000;         // longest silence inside a stream
   std::int64_t retry_base_delay_ms = 1000;      // first back-off; doubles, with jitter
   std::int64_t retry_max_delay_ms = 60000;      // cap of one back-off (retry-after too)
+  // Model calls of all loops in flight at once to this provider; a loop
+  // waits for a slot before its call. 0: no limit.
+  std::int64_t max_in_flight = 4;
 };
 
 // [prices."MODEL"]: USD per million tokens of each class, for cost budgets.
@@ -159,6 +162,28 @@ struct BudgetLimits {
 struct BudgetSettings {
   BudgetLimits loop;    // defaults: turns_per_iteration 50
   BudgetLimits global;  // defaults: none
+  // [budgets.plan]: a plan's whole tree (the plan loop and every loop under
+  // it) together; loop.create_plan may lower or raise it. Defaults: none.
+  BudgetLimits plan;
+};
+
+// [scheduler]: how many loops run at once (0: no limit). Loops beyond the
+// limits wait as `queued` ("waiting for a slot").
+struct SchedulerSettings {
+  std::int64_t max_running = 4;  // all loops together
+  std::int64_t max_running_plan = 0;  // per type; 0: only max_running applies
+  std::int64_t max_running_spec = 0;
+  std::int64_t max_running_phase = 0;
+  std::int64_t max_running_code = 0;
+  // The per-type limit of `type` (0 for an unknown type).
+  std::int64_t limit_for(const std::string& type) const;
+};
+
+// [merges]: a child's branch merged into its parent's that conflicts is
+// handed to a code loop on the parent's branch with at most this many
+// iterations; if it fails, the parent is `blocked`.
+struct MergeSettings {
+  std::int64_t resolve_max_iterations = 3;
 };
 
 // [loop_health]: when a loop is noticed going round in circles.
@@ -176,6 +201,10 @@ struct WorktreeSettings {
   // Must lie beneath a [sandbox] worktree_roots entry; empty: ".loopr-worktrees"
   // in the first worktree root.
   std::string folder;
+  // Seconds after a loop's tree is finished (it and its children merged up,
+  // or ended) before its worktree is removed; the branch is kept. -1: never
+  // (looprctl gc still removes them).
+  std::int64_t keep_finished_s = 3600;
 };
 
 struct LlmSettings {
@@ -196,6 +225,8 @@ struct Settings {
   BudgetSettings budgets;
   LoopHealthSettings loop_health;
   WorktreeSettings worktrees;
+  SchedulerSettings scheduler;
+  MergeSettings merges;
   // Dotted key ("loops.code.tools") → where a file set it; keys left at their
   // default are absent.
   std::map<std::string, Origin> origins;
