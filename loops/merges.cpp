@@ -1,0 +1,1 @@
+#include "loops/merges.hpp"

@@ -1,0 +1,1 @@
+#include "loops/scheduler.hpp"

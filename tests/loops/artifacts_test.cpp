@@ -1,0 +1,3 @@
+#include "loops/artifacts.hpp"
+
+#include <gtest/gtest.h>

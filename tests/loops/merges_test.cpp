@@ -1,0 +1,3 @@
+#include "loops/merges.hpp"
+
+#include <gtest/gtest.h>

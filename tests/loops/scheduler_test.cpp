@@ -1,0 +1,3 @@
+#include "loops/scheduler.hpp"
+
+#include <gtest/gtest.h>
