@@ -119,11 +119,16 @@ class SettingsReader {
         loop_health(v);
       } else if (key == "worktrees") {
         worktrees(v);
+      } else if (key == "scheduler") {
+        scheduler(v);
+      } else if (key == "merges") {
+        merges(v);
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
              "[commands], [web_fetch], [loops.*], [providers.*], [llm], [prices.*], "
-             "[budgets.loop], [budgets.global], [loop_health] and [worktrees]");
+             "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
+             "[scheduler] and [merges]");
       }
     }
   }
@@ -381,8 +386,8 @@ class SettingsReader {
           pt, base,
           {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script",
            "stream", "context_window", "max_tokens", "prompt_caching", "connect_timeout_ms",
-           "first_byte_timeout_ms", "idle_timeout_ms", "retry_base_delay_ms",
-           "retry_max_delay_ms"});
+           "first_byte_timeout_ms", "idle_timeout_ms", "retry_base_delay_ms", "retry_max_delay_ms",
+           "max_in_flight"});
       note(base, pt);
       auto existing = s_.providers.find(name);
       ProviderSettings p;
@@ -440,6 +445,8 @@ class SettingsReader {
           p.retry_base_delay_ms = detail::read_integer_in(v, key, 1, 600'000, "milliseconds");
         } else if (entry.key == "retry_max_delay_ms") {
           p.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 3'600'000, "milliseconds");
+        } else if (entry.key == "max_in_flight") {
+          p.max_in_flight = detail::read_integer_in(v, key, 0, 10'000, "model calls; 0: no limit");
         }
       }
       s_.providers[name] = std::move(p);
@@ -523,10 +530,12 @@ class SettingsReader {
 
   void budgets(const toml::value& table) {
     detail::require_table(table, "budgets");
-    detail::refuse_unknown_keys(table, "budgets", {"loop", "global"});
+    detail::refuse_unknown_keys(table, "budgets", {"loop", "global", "plan"});
     for (const auto& entry : detail::entries(table)) {
       budget_limits(*entry.value, "budgets." + entry.key,
-                    entry.key == "loop" ? s_.budgets.loop : s_.budgets.global);
+                    entry.key == "loop"     ? s_.budgets.loop
+                    : entry.key == "global" ? s_.budgets.global
+                                            : s_.budgets.plan);
     }
   }
 
@@ -549,10 +558,47 @@ class SettingsReader {
 
   void worktrees(const toml::value& table) {
     detail::require_table(table, "worktrees");
-    detail::refuse_unknown_keys(table, "worktrees", {"folder"});
-    if (table.contains("folder")) {
-      note("worktrees.folder", table.at("folder"));
-      s_.worktrees.folder = path(table.at("folder"), "worktrees.folder", true);
+    detail::refuse_unknown_keys(table, "worktrees", {"folder", "keep_finished_s"});
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "worktrees." + entry.key;
+      note(key, v);
+      if (entry.key == "folder") {
+        s_.worktrees.folder = path(v, key, true);
+      } else if (entry.key == "keep_finished_s") {
+        s_.worktrees.keep_finished_s =
+            detail::read_integer_in(v, key, -1, 10 * 365 * 86400, "seconds; -1: never");
+      }
+    }
+  }
+
+  void scheduler(const toml::value& table) {
+    detail::require_table(table, "scheduler");
+    detail::refuse_unknown_keys(table, "scheduler",
+                                {"max_running", "max_running_plan", "max_running_spec",
+                                 "max_running_phase", "max_running_code"});
+    auto& sc = s_.scheduler;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "scheduler." + entry.key;
+      note(key, v);
+      const std::int64_t value = detail::read_integer_in(v, key, 0, 10'000, "loops; 0: no limit");
+      if (entry.key == "max_running") sc.max_running = value;
+      if (entry.key == "max_running_plan") sc.max_running_plan = value;
+      if (entry.key == "max_running_spec") sc.max_running_spec = value;
+      if (entry.key == "max_running_phase") sc.max_running_phase = value;
+      if (entry.key == "max_running_code") sc.max_running_code = value;
+    }
+  }
+
+  void merges(const toml::value& table) {
+    detail::require_table(table, "merges");
+    detail::refuse_unknown_keys(table, "merges", {"resolve_max_iterations"});
+    if (table.contains("resolve_max_iterations")) {
+      const toml::value& v = table.at("resolve_max_iterations");
+      note("merges.resolve_max_iterations", v);
+      s_.merges.resolve_max_iterations =
+          detail::read_integer_in(v, "merges.resolve_max_iterations", 1, 100, "iterations");
     }
   }
 
@@ -738,6 +784,14 @@ ApprovalPolicy Settings::approval_for(const ToolSpec& tool) const {
     return ApprovalPolicy::ask;
   }
   return approval.default_policy;
+}
+
+std::int64_t SchedulerSettings::limit_for(const std::string& type) const {
+  if (type == "plan") return max_running_plan;
+  if (type == "spec") return max_running_spec;
+  if (type == "phase") return max_running_phase;
+  if (type == "code") return max_running_code;
+  return 0;
 }
 
 const ProviderSettings& Settings::active_provider() const {

@@ -286,6 +286,14 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
   EXPECT_EQ(s.providers.at("anthropic").stream, true);
   EXPECT_EQ(s.providers.at("anthropic").idle_timeout_ms,
             d.providers.at("anthropic").idle_timeout_ms);
+  EXPECT_EQ(s.providers.at("anthropic").max_in_flight, d.providers.at("anthropic").max_in_flight);
+  EXPECT_FALSE(s.budgets.plan.usd);
+  EXPECT_FALSE(s.budgets.plan.turns_per_iteration);
+  EXPECT_EQ(s.worktrees.keep_finished_s, d.worktrees.keep_finished_s);
+  EXPECT_EQ(s.scheduler.max_running, d.scheduler.max_running);
+  for (const std::string type : {"plan", "spec", "phase", "code"})
+    EXPECT_EQ(s.scheduler.limit_for(type), d.scheduler.limit_for(type)) << type;
+  EXPECT_EQ(s.merges.resolve_max_iterations, d.merges.resolve_max_iterations);
 }
 
 TEST(SettingsLoops, PricesBudgetsHealthAndWorktreesAreRead) {
@@ -324,6 +332,96 @@ TEST(SettingsLoops, MistakesNameTheKey) {
       HasSubstr("not beneath any [sandbox] worktree_roots"));
   EXPECT_THAT(merge_error("[providers.anthropic]\nidle_timeout_ms = 5\n"),
               HasSubstr("providers.anthropic.idle_timeout_ms"));
+}
+
+TEST(SettingsPlans, DefaultsAreFourLoopsAtOnceAndNoPlanBudget) {
+  const Settings d = Settings::defaults();
+  EXPECT_EQ(d.scheduler.max_running, 4);
+  for (const std::string type : {"plan", "spec", "phase", "code", "review"})
+    EXPECT_EQ(d.scheduler.limit_for(type), 0) << type;
+  EXPECT_EQ(d.merges.resolve_max_iterations, 3);
+  EXPECT_EQ(d.worktrees.keep_finished_s, 3600);
+  EXPECT_EQ(d.providers.at("anthropic").max_in_flight, 4);
+  EXPECT_FALSE(d.budgets.plan.usd);
+  EXPECT_FALSE(d.budgets.plan.tool_calls);
+}
+
+TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
+  const Settings s = merged(
+      "[scheduler]\nmax_running = 0\nmax_running_plan = 1\nmax_running_spec = 2\n"
+      "max_running_phase = 3\nmax_running_code = 5\n"
+      "[merges]\nresolve_max_iterations = 7\n"
+      "[budgets.plan]\nusd = 20\ntool_calls = 500\noutput_tokens = 9000\n"
+      "[providers.anthropic]\nmax_in_flight = 0\n"
+      "[providers.openai]\nmax_in_flight = 9\n"
+      "[worktrees]\nkeep_finished_s = -1\n");
+  EXPECT_EQ(s.scheduler.max_running, 0);
+  EXPECT_EQ(s.scheduler.max_running_plan, 1);
+  EXPECT_EQ(s.scheduler.limit_for("plan"), 1);
+  EXPECT_EQ(s.scheduler.limit_for("spec"), 2);
+  EXPECT_EQ(s.scheduler.limit_for("phase"), 3);
+  EXPECT_EQ(s.scheduler.limit_for("code"), 5);
+  EXPECT_EQ(s.scheduler.limit_for("review"), 0);
+  EXPECT_EQ(s.merges.resolve_max_iterations, 7);
+  EXPECT_EQ(s.budgets.plan.usd, 20.0);
+  EXPECT_EQ(s.budgets.plan.tool_calls, 500);
+  EXPECT_EQ(s.budgets.plan.output_tokens, 9000);
+  EXPECT_FALSE(s.budgets.plan.turns_per_iteration);
+  EXPECT_FALSE(s.budgets.loop.tool_calls);  // [budgets.plan] is its own table
+  EXPECT_FALSE(s.budgets.global.usd);
+  EXPECT_EQ(s.providers.at("anthropic").max_in_flight, 0);
+  EXPECT_EQ(s.providers.at("openai").max_in_flight, 9);
+  EXPECT_EQ(s.worktrees.keep_finished_s, -1);
+  EXPECT_EQ(s.origins.at("scheduler.max_running_code").line, 6u);
+  EXPECT_EQ(s.origins.at("worktrees.keep_finished_s").line, 18u);
+  // The upper ends of the ranges.
+  const Settings top =
+      merged("[merges]\nresolve_max_iterations = 100\n[worktrees]\nkeep_finished_s = 0\n");
+  EXPECT_EQ(top.merges.resolve_max_iterations, 100);
+  EXPECT_EQ(top.worktrees.keep_finished_s, 0);
+}
+
+TEST(SettingsPlans, EachMistakeNamesFileLineAndKey) {
+  const Mistake mistakes[] = {
+      {"[scheduler]\nmax_running = -1\n", "loopr.toml:2: scheduler.max_running:", "non-negative"},
+      {"[scheduler]\nmax_running = \"4\"\n", "loopr.toml:2: scheduler.max_running:", "a string"},
+      {"[scheduler]\nmax_running_plan = -1\n",
+       "loopr.toml:2: scheduler.max_running_plan:", "non-negative"},
+      {"[scheduler]\nmax_running_spec = -2\n",
+       "loopr.toml:2: scheduler.max_running_spec:", "non-negative"},
+      {"[scheduler]\nmax_running_phase = 1.5\n",
+       "loopr.toml:2: scheduler.max_running_phase:", "integer"},
+      {"[scheduler]\nmax_running_code = -1\n",
+       "loopr.toml:2: scheduler.max_running_code:", "non-negative"},
+      {"[scheduler]\nmax_running_review = 1\n",
+       "loopr.toml:2: scheduler.max_running_review:", "unknown key"},
+      {"[scheduler]\nmax_running = 1000000\n", "loopr.toml:2: scheduler.max_running:", "at most"},
+      {"[merges]\nresolve_max_iterations = 0\n",
+       "loopr.toml:2: merges.resolve_max_iterations:", "positive"},
+      {"[merges]\nresolve_max_iterations = 101\n",
+       "loopr.toml:2: merges.resolve_max_iterations:", "at most 100"},
+      {"[merges]\nstrategy = \"ours\"\n", "loopr.toml:2: merges.strategy:", "unknown key"},
+      {"[budgets.plan]\nusd = -1\n", "loopr.toml:2: budgets.plan.usd:", "between 0 and"},
+      {"[budgets.plan]\ntool_calls = 0\n", "loopr.toml:2: budgets.plan.tool_calls:", "positive"},
+      {"[budgets.plan]\ntokens = 5\n", "loopr.toml:2: budgets.plan.tokens:", "unknown key"},
+      {"[budgets]\nplan = 5\n", "loopr.toml:2: budgets.plan:", "table"},
+      {"[providers.anthropic]\nmax_in_flight = -1\n",
+       "loopr.toml:2: providers.anthropic.max_in_flight:", "non-negative"},
+      {"[providers.anthropic]\nmax_in_flight = true\n",
+       "loopr.toml:2: providers.anthropic.max_in_flight:", "integer"},
+      {"[worktrees]\nkeep_finished_s = -2\n",
+       "loopr.toml:2: worktrees.keep_finished_s:", "at least -1"},
+      {"[worktrees]\nkeep_finished_s = \"1h\"\n",
+       "loopr.toml:2: worktrees.keep_finished_s:", "a string"},
+      {"[worktrees]\nkeep = 5\n", "loopr.toml:2: worktrees.keep:", "unknown key"},
+      {"[schedular]\nmax_running = 1\n", "loopr.toml:1: schedular:", "[scheduler]"},
+  };
+  for (const auto& mistake : mistakes) {
+    SCOPED_TRACE(mistake.text);
+    const std::string message = merge_error(mistake.text);
+    EXPECT_THAT(message, StartsWith(mistake.prefix));
+    EXPECT_THAT(message, HasSubstr(mistake.fragment));
+  }
 }
 
 }  // namespace
