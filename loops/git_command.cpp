@@ -82,19 +82,22 @@ Result<void> require_folder(const std::string& path, std::string_view what) {
   return {};
 }
 
-// Names of the filter drivers defined in `git config --null --name-only`
-// output: "filter.<driver>.<key>\0..." (the driver may itself contain dots).
-std::vector<std::string> parse_filter_drivers(std::string_view listing) {
+// Names of the drivers of `section` ("filter" or "merge") defined in
+// `git config --null --name-only` output: "<section>.<driver>.<key>\0..."
+// (the driver may itself contain dots).
+std::vector<std::string> parse_drivers(std::string_view listing, std::string_view section) {
   std::set<std::string> drivers;
   while (!listing.empty()) {
     const std::size_t end = std::min(listing.find('\0'), listing.size());
     std::string_view name = listing.substr(0, end);
     listing.remove_prefix(std::min(end + 1, listing.size()));
-    constexpr std::string_view prefix = "filter.";
-    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
-    name.remove_prefix(prefix.size());
+    if (name.size() <= section.size() + 1 || name.substr(0, section.size()) != section ||
+        name[section.size()] != '.') {
+      continue;
+    }
+    name.remove_prefix(section.size() + 1);
     const std::size_t dot = name.rfind('.');
-    if (dot == std::string_view::npos || dot == 0) continue;  // "filter.<key>": no driver
+    if (dot == std::string_view::npos || dot == 0) continue;  // "merge.<key>": no driver
     drivers.emplace(name.substr(0, dot));
   }
   return {drivers.begin(), drivers.end()};
@@ -279,20 +282,22 @@ Result<GitCommand> GitCommand::bind(GitTarget target) {
   Result<std::string> executable = git_executable();
   if (!executable) return std::move(executable).error();
 
-  GitCommand unbound(std::move(target), std::move(*executable), {});
+  GitCommand unbound(std::move(target), std::move(*executable));
   const std::vector<std::string> list = {"config", "--null", "--name-only", "--get-regexp",
-                                         "^filter\\."};
+                                         "^(filter|merge)\\."};
   GitRunOptions options;
   options.read_only = true;
   options.timeout = std::chrono::milliseconds(30'000);
   Result<GitResult> listed = unbound.run(list, options);
   if (!listed) return std::move(listed).error();
-  // Exit 1: no filter.* key at all.
+  // Exit 1: no filter.* or merge.* key at all.
   if (listed->exit_code != 0 && listed->exit_code != 1) return git_failure(list, *listed);
   if (listed->out_truncated) {
-    return make_error(errc::too_large, "the repository's config defines too many filter drivers");
+    return make_error(errc::too_large,
+                      "the repository's config defines too many filter or merge drivers");
   }
-  unbound.filter_drivers_ = parse_filter_drivers(listed->out);
+  unbound.filter_drivers_ = parse_drivers(listed->out, "filter");
+  unbound.merge_drivers_ = parse_drivers(listed->out, "merge");
   return unbound;
 }
 
@@ -337,7 +342,7 @@ std::vector<std::string> GitCommand::environment(const GitRunOptions& options) c
   env.emplace_back("GIT_NO_LAZY_FETCH=1");
   env.emplace_back("GIT_LITERAL_PATHSPECS=1");
   if (options.read_only) env.emplace_back("GIT_OPTIONAL_LOCKS=0");
-  if (!filter_drivers_.empty()) {
+  if (!filter_drivers_.empty() || !merge_drivers_.empty()) {
     std::size_t n = 0;
     auto add = [&](const std::string& key, const char* value) {
       env.push_back("GIT_CONFIG_KEY_" + std::to_string(n) + "=" + key);
@@ -349,6 +354,9 @@ std::vector<std::string> GitCommand::environment(const GitRunOptions& options) c
       add("filter." + driver + ".smudge", "");
       add("filter." + driver + ".process", "");
       add("filter." + driver + ".required", "false");
+    }
+    for (const std::string& driver : merge_drivers_) {
+      add("merge." + driver + ".driver", "false");  // exits 1: the file is in conflict
     }
     env.push_back("GIT_CONFIG_COUNT=" + std::to_string(n));
   }

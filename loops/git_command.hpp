@@ -28,21 +28,25 @@
 //   includes) and every call neutralises each one through GIT_CONFIG_KEY_<n>
 //   (empty command, required=false), which git reads like `-c` but without
 //   splitting a driver name that contains `=`.
+// - Merge drivers (`merge.<driver>.driver`) are named the same way, and run
+//   by any call that merges file contents (merge, cherry-pick, stash, checkout
+//   -m): bind() lists them too and every call replaces each command by
+//   `false`, so a file that names one comes out as a conflict (and every
+//   file does when `merge.default` names one: it fails closed). The built-in
+//   drivers (text, binary, union) run no program.
 // - Diff drivers (`diff.<driver>.command/textconv`) are neutralised by the
 //   caller passing --no-ext-diff and --no-textconv (Worktrees does).
 //
 // Residual risks, written down: the repository's own config is trusted (a
 // user who points `include.path` at a job-writable file hands the job every
-// setting this list does not override); merge drivers (`merge.<driver>.driver`)
-// are not neutralised here, so a future merge must do so; a hostile worktree
-// can still make git slow (huge files) — the timeout bounds that; a folder
-// the job turns into a nested repository (`sub/.git`) is committed by
-// `git add -A` as a gitlink, not as its files (data, not code: git never runs
-// anything in it, and status/diff pass --ignore-submodules=dirty so no git
-// process is started inside it). This list is written against git 2.39
-// (Debian 12): a newer git may add config that runs programs (e.g.
-// config-defined hooks, `hook.<name>.command`), and must be reviewed before it
-// is used.
+// setting this list does not override); a hostile worktree can still make git
+// slow (huge files) — the timeout bounds that; a folder the job turns into a
+// nested repository (`sub/.git`) is committed by `git add -A` as a gitlink,
+// not as its files (data, not code: git never runs anything in it, and
+// status/diff pass --ignore-submodules=dirty so no git process is started
+// inside it). This list is written against git 2.39 (Debian 12): a newer git
+// may add config that runs programs (e.g. config-defined hooks,
+// `hook.<name>.command`), and must be reviewed before it is used.
 //
 // safe.directory is not needed: with GIT_DIR given explicitly, git does not
 // check who owns the repository or the worktree.
@@ -95,12 +99,13 @@ struct GitResult {
 
 class GitCommand {
  public:
-  // Checks the target, finds git, and lists the filter drivers the target's
-  // config defines (one `git config` call, itself hardened).
+  // Checks the target, finds git, and lists the filter and merge drivers the
+  // target's config defines (one `git config` call, itself hardened).
   static Result<GitCommand> bind(GitTarget target);
 
   const GitTarget& target() const { return target_; }
   const std::vector<std::string>& filter_drivers() const { return filter_drivers_; }
+  const std::vector<std::string>& merge_drivers() const { return merge_drivers_; }
 
   // The full argv / environment ("NAME=value") a call with `args` would use.
   std::vector<std::string> argv(const std::vector<std::string>& args,
@@ -119,14 +124,13 @@ class GitCommand {
                              const GitRunOptions& options = {}) const;
 
  private:
-  GitCommand(GitTarget target, std::string executable, std::vector<std::string> drivers)
-      : target_(std::move(target)),
-        executable_(std::move(executable)),
-        filter_drivers_(std::move(drivers)) {}
+  GitCommand(GitTarget target, std::string executable)
+      : target_(std::move(target)), executable_(std::move(executable)) {}
 
   GitTarget target_;
   std::string executable_;
   std::vector<std::string> filter_drivers_;
+  std::vector<std::string> merge_drivers_;
 };
 
 // The git binary loopr runs: the first executable of /usr/bin/git, /bin/git,

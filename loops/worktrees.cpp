@@ -6,10 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -17,17 +14,24 @@
 #include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
 #include "loops/git_command.hpp"
+#include "loops/git_support.hpp"
 
 namespace loopr::loops {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::vector<std::pair<std::string, std::string>> kCommitIdentity = {
-    {"user.name", "loopr"},      {"user.email", "loopr@localhost"},
-    {"author.name", "loopr"},    {"author.email", "loopr@localhost"},
-    {"committer.name", "loopr"}, {"committer.email", "loopr@localhost"},
-};
+using detail::branch_exists;
+using detail::check_branch;
+using detail::find_admin_dir;
+using detail::is_absolute;
+using detail::is_sha;
+using detail::open_repo;
+using detail::real_path;
+using detail::Repo;
+using detail::repo_git;
+using detail::resolve_commit;
+using detail::trim;
+using detail::worktree_git;
 
 // Diff output that depends on nothing but the two trees: no program runs
 // (external diff, textconv), no submodule is entered, no colour, fixed
@@ -40,148 +44,6 @@ const std::vector<std::string> kDiffOptions = {
 // A folder deeper than this below the worktree is moved up before it is
 // emptied, so removing a hostile, very deep tree costs bounded fds and stack.
 constexpr int kMaxRemoveDepth = 64;
-
-bool is_absolute(const std::string& path) {
-  return !path.empty() && path.front() == '/';
-}
-
-std::string trim(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.remove_suffix(1);
-  }
-  while (!text.empty() && (text.front() == '\n' || text.front() == ' '))
-    text.remove_prefix(1);
-  return std::string(text);
-}
-
-bool is_sha(std::string_view text) {
-  if (text.size() != 40 && text.size() != 64) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-Result<std::string> real_path(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) return errno_error(errno, "resolve", path);
-  return std::string(resolved);
-}
-
-struct Repo {
-  std::string top;         // realpath of the repository
-  std::string common_dir;  // <top>/.git
-};
-
-Result<Repo> open_repo(const std::string& repo) {
-  if (repo.empty()) {
-    return make_error(errc::invalid_arguments, "the repository path is empty",
-                      "pass the folder of a git repository");
-  }
-  Result<std::string> top = real_path(repo);
-  if (!top) {
-    return make_error(errc::not_found, "the repository " + repo + " does not exist",
-                      "pass the folder of an existing git repository");
-  }
-  Repo found{*top, *top + "/.git"};
-  struct stat info {};
-  if (::lstat(found.common_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    return make_error(errc::not_found, repo + " is not a git repository (it has no .git folder)",
-                      "pass the top folder of a normal (non-bare) git repository; a linked "
-                      "worktree or a submodule, whose .git is a file, is not supported");
-  }
-  return found;
-}
-
-Result<GitCommand> repo_git(const Repo& repo) {
-  return GitCommand::bind({repo.common_dir, repo.top});
-}
-
-Result<GitCommand> worktree_git(const WorktreeInfo& info) {
-  if (!is_absolute(info.path) || !is_absolute(info.admin_dir) ||
-      info.admin_dir.rfind(info.common_dir + "/worktrees/", 0) != 0) {
-    return make_error(errc::invalid_arguments,
-                      "the worktree info is incomplete (path " + info.path + ", admin dir " +
-                          info.admin_dir + ")",
-                      "use the WorktreeInfo returned by add_worktree or open_worktree");
-  }
-  return GitCommand::bind({info.admin_dir, info.path});
-}
-
-// Branch names are ours ("loop/<id>") but are still checked: no option-like
-// name, and git's own rules for a ref name.
-Result<void> check_branch(const GitCommand& git, const std::string& branch) {
-  if (branch.empty() || branch.front() == '-' || branch.find('\0') != std::string::npos) {
-    return make_error(errc::invalid_arguments, "'" + branch + "' is not a valid branch name",
-                      "use a name like loop/<id>");
-  }
-  Result<GitResult> checked = git.run({"check-ref-format", "refs/heads/" + branch});
-  if (!checked) return std::move(checked).error();
-  if (!checked->succeeded()) {
-    return make_error(errc::invalid_arguments, "'" + branch + "' is not a valid branch name",
-                      "see git-check-ref-format(1); use a name like loop/<id>");
-  }
-  return {};
-}
-
-Result<bool> branch_exists(const GitCommand& git, const std::string& branch) {
-  GitRunOptions read_only;
-  read_only.read_only = true;
-  Result<GitResult> found = git.run(
-      {"rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/" + branch}, read_only);
-  if (!found) return std::move(found).error();
-  return found->succeeded();
-}
-
-// The full sha of the commit `rev` names. `rev` never reaches git in option
-// position: it may not start with '-', and --end-of-options precedes it.
-Result<std::string> resolve_commit(const GitCommand& git, const std::string& rev,
-                                   std::string_view what) {
-  if (rev.empty() || rev.front() == '-' || rev.find('\0') != std::string::npos ||
-      rev.size() > 1024) {
-    return make_error(errc::invalid_arguments,
-                      std::string(what) + " '" + rev + "' is not a valid revision",
-                      "pass a commit sha, a branch or a tag");
-  }
-  GitRunOptions read_only;
-  read_only.read_only = true;
-  Result<GitResult> resolved = git.run(
-      {"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}, read_only);
-  if (!resolved) return std::move(resolved).error();
-  const std::string sha = trim(resolved->out);
-  if (!resolved->succeeded() || !is_sha(sha)) {
-    return make_error(errc::invalid_arguments,
-                      std::string(what) + " '" + rev + "' does not name a commit",
-                      "pass a commit sha, a branch or a tag of the repository");
-  }
-  return sha;
-}
-
-// The admin dir of the worktree at `worktree` (a realpath): the folder under
-// <common>/worktrees/ whose `gitdir` file names <worktree>/.git. Read from the
-// repository only; the worktree's own `.git` file is never consulted.
-Result<std::string> find_admin_dir(const std::string& common_dir, const std::string& worktree) {
-  const std::string wanted = worktree + "/.git";
-  std::error_code ec;
-  fs::directory_iterator it(common_dir + "/worktrees", ec);
-  if (!ec) {
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      std::ifstream file(it->path() / "gitdir");
-      if (!file) continue;
-      std::string line;
-      std::getline(file, line);
-      if (line.size() > PATH_MAX) continue;
-      line = trim(line);
-      fs::path named(line);
-      if (named.is_relative()) named = (it->path() / named).lexically_normal();
-      if (named.string() == wanted) return it->path().string();
-    }
-  }
-  return make_error(errc::not_found,
-                    "the repository " + common_dir + " has no worktree at " + worktree,
-                    "the worktree was removed or pruned; create it again with add_worktree");
-}
 
 Result<std::vector<std::string>> list_names(int dir) {
   const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
@@ -447,9 +309,18 @@ Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& me
   if (staged->exit_code != 0 && staged->exit_code != 1) {
     return git_failure({"diff-index"}, *staged);
   }
-  if (staged->exit_code == 1) {
+  // During a merge (start_merge, loops/merges.hpp) the commit is the merge
+  // commit, with MERGE_HEAD as its second parent: it is made even when the
+  // resolution leaves the tree as HEAD had it, or MERGE_HEAD would linger.
+  GitRunOptions read_only;
+  read_only.read_only = true;
+  Result<GitResult> merging =
+      git->run({"rev-parse", "--verify", "--quiet", "MERGE_HEAD^{commit}"}, read_only);
+  if (!merging) return std::move(merging).error();
+  const bool commit_now = staged->exit_code == 1 || merging->succeeded();
+  if (commit_now) {
     GitRunOptions identity;
-    identity.config = kCommitIdentity;
+    identity.config = detail::commit_identity();
     Result<std::string> committed =
         git->output({"commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace",
                      "--message=" + message},
@@ -458,7 +329,7 @@ Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& me
   }
   Result<std::string> head = head_commit(info);
   if (!head) return std::move(head).error();
-  return CommitOutcome{staged->exit_code == 1, std::move(*head)};
+  return CommitOutcome{commit_now, std::move(*head)};
 }
 
 Result<bool> has_changes(const WorktreeInfo& info) {

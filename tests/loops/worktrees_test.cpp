@@ -5,152 +5,33 @@
 // runs plain git on the same traps to show they are armed.
 #include "loops/worktrees.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "loops/git_command.hpp"
+#include "tests/loops/git_fixture.hpp"
 #include "tests/support/temp_tree.hpp"
 
 namespace loopr::loops {
 namespace {
 
 namespace fs = std::filesystem;
+using test::is_sha;
+using test::make_repo;
+using test::must_git;
+using test::plain_git;
+using test::plain_head;
+using test::PlainRun;
+using test::ScopedEnv;
 using test::TempTree;
-
-// Sets an environment variable for one test and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-struct PlainRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs /usr/bin/git (or the git loopr would use) the ordinary way, with no
-// hardening: how a test sets repositories up, and the control that shows the
-// traps work. Its environment is still hermetic (no user or system config).
-PlainRun plain_git(const std::string& cwd, std::vector<std::string> args,
-                   const std::string& home = "/nonexistent") {
-  Result<std::string> git = git_executable();
-  if (!git) {
-    ADD_FAILURE() << git.error().message;
-    return {};
-  }
-  args.insert(args.begin(), *git);
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin",
-                                  "HOME=" + home,
-                                  "LANG=C",
-                                  "GIT_CONFIG_NOSYSTEM=1",
-                                  "GIT_AUTHOR_NAME=test",
-                                  "GIT_AUTHOR_EMAIL=test@localhost",
-                                  "GIT_COMMITTER_NAME=test",
-                                  "GIT_COMMITTER_EMAIL=test@localhost"};
-  if (home == "/nonexistent") env.emplace_back("GIT_CONFIG_GLOBAL=/dev/null");
-  std::vector<char*> argv;
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : env)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2";
-    return {};
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  PlainRun run;
-  if (rc != 0) {
-    ::close(pipe_fds[0]);
-    ADD_FAILURE() << "posix_spawn git: " << rc;
-    return run;
-  }
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) {
-    run.output.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-void must_git(const std::string& cwd, std::vector<std::string> args) {
-  const PlainRun run = plain_git(cwd, args);
-  ASSERT_EQ(run.exit_code, 0) << "git " << (args.empty() ? "" : args[0]) << ": " << run.output;
-}
-
-// A repository at <tree>/repo with one commit (README.md).
-std::string make_repo(const TempTree& tree, const std::string& name = "repo") {
-  const std::string repo = tree.path(name);
-  must_git(tree.root(), {"init", "-q", "-b", "main", repo});
-  tree.write(name + "/README.md", "hello\n");
-  must_git(repo, {"add", "-A"});
-  must_git(repo, {"commit", "-q", "-m", "init"});
-  return repo;
-}
-
-std::string plain_head(const std::string& repo, const std::string& rev = "HEAD") {
-  const PlainRun run = plain_git(repo, {"rev-parse", "--verify", "-q", rev});
-  std::string out = run.output;
-  while (!out.empty() && out.back() == '\n')
-    out.pop_back();
-  return run.exit_code == 0 ? out : std::string();
-}
-
-bool is_sha(const std::string& text) {
-  return text.size() == 40 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return std::isxdigit(c) != 0; });
-}
 
 // ---------------------------------------------------------------- GitCommand
 
@@ -567,26 +448,14 @@ TEST(WorktreesTest, RemoveRefusesAPathTheRepositoryDoesNotKnow) {
 
 class WorktreesSecurityTest : public ::testing::Test {
  protected:
-  // A script that records that it ran, then passes stdin through (so that, as
-  // a clean or smudge filter under plain git, it does not break anything).
   void trap(const std::string& relative, const std::string& marker) {
-    tree_.write(relative,
-                "#!/bin/sh\necho ran >> " + tree_.path("markers/" + marker) + "\nexec cat\n");
-    ASSERT_EQ(::chmod(tree_.path(relative).c_str(), 0755), 0);
+    test::plant_trap(tree_, relative, marker);
   }
 
-  std::vector<std::string> markers() const {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(tree_.path("markers"), ec)) {
-      names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  std::vector<std::string> markers() const { return test::traps_that_ran(tree_); }
 
   void config(const std::string& file, const std::string& key, const std::string& value) {
-    must_git(tree_.root(), {"config", "--file", file, key, value});
+    test::set_config(tree_, file, key, value);
   }
 
   // The repository, planted before the worktree exists: hooks in .git/hooks,
@@ -594,7 +463,6 @@ class WorktreesSecurityTest : public ::testing::Test {
   // committed .gitattributes naming filter and diff drivers the config defines.
   void plant_repository() {
     repo_ = make_repo(tree_);
-    tree_.mkdir("markers");
     tree_.write("repo/.gitattributes", "*.txt filter=evil diff=evil\n*.bin filter=evilproc\n");
     tree_.write("repo/a.txt", "alpha\n");
     must_git(repo_, {"add", "-A"});
