@@ -1,5 +1,4 @@
 // looprctl approvals, approve ID, deny ID [--reason TEXT].
-#include <chrono>
 #include <ostream>
 
 #include "client/commands.hpp"
@@ -9,12 +8,6 @@ namespace loopr::client {
 namespace {
 
 using nlohmann::json;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string expires_in(const json& approval, std::int64_t now) {
   const auto it = approval.find("expires_at_ms");

@@ -14,11 +14,40 @@
 
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
+#include "client/plan_commands.hpp"
 
 namespace loopr::client {
 namespace {
 
 constexpr std::int64_t kMaxWaitMs = 600'000;
+
+// --budget-usd: a positive, finite number of dollars.
+const CLI::Validator kPositiveUsd(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) || value <= 0) {
+        return "--budget-usd must be a positive number of dollars, e.g. 2.50";
+      }
+      return {};
+    },
+    "USD", "positive dollars");
+
+// --base, --provider, --model: where a loop or a plan starts and what answers it.
+struct StartFlags {
+  CLI::Option* base;
+  CLI::Option* provider;
+  CLI::Option* model;
+};
+
+StartFlags add_start_flags(CLI::App* command, std::string& base, std::string& provider,
+                           std::string& model) {
+  return StartFlags{
+      command->add_option("--base", base, "the revision to start from (default: HEAD)"),
+      command->add_option("--provider", provider,
+                          "a [providers.*] entry of loopr.toml (default: [llm] provider)"),
+      command->add_option("--model", model, "the model (default: the provider's)")};
+}
 
 struct GlobalFlags {
   config::PathFlags paths;
@@ -144,8 +173,10 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
       ->callback([&] { command = run_metrics; });
 
   // ---- loops ----
-  const std::vector<std::string> statuses = {"queued", "running",   "paused",           "completed",
-                                             "failed", "cancelled", "budget_exhausted", "stuck"};
+  const std::vector<std::string> statuses = {
+      "queued",    "running",          "paused", "completed",         "failed",
+      "cancelled", "budget_exhausted", "stuck",  "awaiting_approval", "waiting",
+      "rejected",  "invalidated",      "blocked"};
   LoopListOptions loop_list;
   std::string list_status;
   std::string list_type;
@@ -155,6 +186,8 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
             ->check(CLI::IsMember(statuses));
     auto* type_option = list_cmd->add_option("--type", list_type, "only loops of this type");
     list_cmd->add_flag("--all", loop_list.all, "include deleted loops");
+    list_cmd->add_flag("--tree", loop_list.tree,
+                       "as trees: each loop under its parent (plan, spec, phase, code)");
     list_cmd->callback([&, status_option, type_option] {
       if (status_option->count() > 0) loop_list.status = list_status;
       if (type_option->count() > 0) loop_list.type = list_type;
@@ -178,38 +211,23 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   run_cmd->add_option("task", loop_run.task, "what the loop should achieve")->required();
   run_cmd->add_option("--type", loop_run.type, "the loop type (default: code)");
   run_cmd->add_option("--repo", loop_run.repo, "the git repository the loop works on")->required();
-  auto* base_option =
-      run_cmd->add_option("--base", run_base, "the revision to start from (default: HEAD)");
-  auto* provider_option = run_cmd->add_option(
-      "--provider", run_provider, "a [providers.*] entry of loopr.toml (default: [llm] provider)");
-  auto* model_option =
-      run_cmd->add_option("--model", run_model, "the model (default: the provider's)");
+  const StartFlags run_start = add_start_flags(run_cmd, run_base, run_provider, run_model);
   auto* max_iterations_option =
       run_cmd->add_option("--max-iterations", run_max_iterations, "stop after N iterations")
           ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
   auto* budget_option =
       run_cmd
           ->add_option("--budget-usd", run_budget_usd, "stop once the model calls cost this much")
-          ->check(CLI::Validator(
-              [](std::string& text) -> std::string {
-                char* end = nullptr;
-                const double value = std::strtod(text.c_str(), &end);
-                if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) ||
-                    value <= 0) {
-                  return "--budget-usd must be a positive number of dollars, e.g. 2.50";
-                }
-                return {};
-              },
-              "USD", "positive dollars"));
+          ->check(kPositiveUsd);
   auto* validate_option =
       run_cmd->add_option("--validate", run_validate,
                           "the command that decides the task is done (default: the "
                           "loop type's validation_command, else [commands] validate)");
   run_cmd->add_flag("--detach", loop_run.detach, "print the loop's id and return at once");
   run_cmd->callback([&] {
-    if (base_option->count() > 0) loop_run.base = run_base;
-    if (provider_option->count() > 0) loop_run.provider = run_provider;
-    if (model_option->count() > 0) loop_run.model = run_model;
+    if (run_start.base->count() > 0) loop_run.base = run_base;
+    if (run_start.provider->count() > 0) loop_run.provider = run_provider;
+    if (run_start.model->count() > 0) loop_run.model = run_model;
     if (max_iterations_option->count() > 0) loop_run.max_iterations = run_max_iterations;
     if (budget_option->count() > 0) loop_run.budget_usd = run_budget_usd;
     if (validate_option->count() > 0) loop_run.validate = run_validate;
@@ -270,6 +288,121 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   export_cmd->add_option("id", export_id, "the loop's id (see: looprctl loops)")->required();
   export_cmd->callback(
       [&] { command = [&](const CommandContext& c) { return run_loop_export(c, export_id); }; });
+
+  // ---- plans ----
+  PlanCreateOptions plan_create;
+  std::string plan_base;
+  std::string plan_provider;
+  std::string plan_model;
+  double plan_budget_usd = 0;
+  bool plan_no_follow = false;
+  auto* plan_cmd = app.add_subcommand(
+      "plan",
+      "write a plan (specs, phases, code loops) for a repository and follow it until it awaits "
+      "your approval; or: plan show|approve|reject|iterate|merge ID");
+  plan_cmd->require_subcommand(0, 1);
+  auto* description_option =
+      plan_cmd->add_option("description", plan_create.description, "what the plan should achieve");
+  auto* plan_repo_option =
+      plan_cmd->add_option("--repo", plan_create.repo, "the git repository the plan works on");
+  const StartFlags plan_start = add_start_flags(plan_cmd, plan_base, plan_provider, plan_model);
+  auto* plan_budget_option =
+      plan_cmd
+          ->add_option("--budget-usd", plan_budget_usd,
+                       "stop the whole plan (every loop in it) once it cost this much")
+          ->check(kPositiveUsd);
+  auto* no_follow_option =
+      plan_cmd->add_flag("--no-follow", plan_no_follow, "print the plan's id and return at once");
+
+  std::string plan_id;
+  auto* plan_show_cmd = plan_cmd->add_subcommand(
+      "show", "a plan as Markdown, the tree of loops carrying it out, its budget");
+  plan_show_cmd->add_option("id", plan_id, "the plan's id, e.g. p1 (see: looprctl loops --tree)")
+      ->required();
+  plan_show_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_plan_show(c, plan_id); }; });
+
+  bool approve_follow = false;
+  auto* plan_approve_cmd =
+      plan_cmd->add_subcommand("approve", "carry out a plan that awaits approval");
+  plan_approve_cmd->add_option("id", plan_id, "the plan's id")->required();
+  plan_approve_cmd->add_flag("--follow,-f", approve_follow,
+                             "then follow every loop of the plan until the plan ends");
+  plan_approve_cmd->callback([&] {
+    command = [&](const CommandContext& c) { return run_plan_approve(c, plan_id, approve_follow); };
+  });
+
+  std::string reject_reason;
+  auto* plan_reject_cmd = plan_cmd->add_subcommand("reject", "drop a plan: it ends as rejected");
+  plan_reject_cmd->add_option("id", plan_id, "the plan's id")->required();
+  auto* reject_reason_option =
+      plan_reject_cmd->add_option("--reason", reject_reason, "why, kept with the plan");
+  plan_reject_cmd->callback([&] {
+    command = [&](const CommandContext& c) {
+      return run_plan_reject(
+          c, plan_id,
+          reject_reason_option->count() > 0 ? std::optional(reject_reason) : std::nullopt);
+    };
+  });
+
+  std::string iterate_feedback;
+  auto* plan_iterate_cmd = plan_cmd->add_subcommand(
+      "iterate",
+      "write the plan again with your feedback; loops it already started are invalidated");
+  plan_iterate_cmd->add_option("id", plan_id, "the plan's id")->required();
+  plan_iterate_cmd->add_option("--feedback", iterate_feedback, "what to change")->required();
+  plan_iterate_cmd->callback([&] {
+    command = [&](const CommandContext& c) {
+      return run_plan_iterate(c, plan_id, iterate_feedback);
+    };
+  });
+
+  std::string merge_into;
+  auto* plan_merge_cmd = plan_cmd->add_subcommand(
+      "merge", "bring a completed plan's branch into your branch (fast-forward when possible)");
+  plan_merge_cmd->add_option("id", plan_id, "the plan's id")->required();
+  auto* merge_into_option = plan_merge_cmd->add_option(
+      "--into", merge_into, "the branch (default: the one HEAD was on when the plan was made)");
+  plan_merge_cmd->callback([&] {
+    command = [&](const CommandContext& c) {
+      return run_plan_merge(
+          c, plan_id, merge_into_option->count() > 0 ? std::optional(merge_into) : std::nullopt);
+    };
+  });
+
+  // Runs after the subcommand's callback: `plan DESCRIPTION` when none was given.
+  plan_cmd->callback([&] {
+    const std::vector<CLI::Option*> create_options = {
+        description_option, plan_repo_option,   plan_start.base, plan_start.provider,
+        plan_start.model,   plan_budget_option, no_follow_option};
+    if (!plan_cmd->get_subcommands().empty()) {
+      for (CLI::Option* option : create_options) {
+        if (option->count() > 0) {
+          throw CLI::ValidationError(option->get_name(),
+                                     "is an option of looprctl plan DESCRIPTION, not of plan " +
+                                         plan_cmd->get_subcommands().front()->get_name());
+        }
+      }
+      return;
+    }
+    if (description_option->count() == 0) throw CLI::RequiredError("description");
+    if (plan_repo_option->count() == 0) throw CLI::RequiredError("--repo");
+    if (plan_start.base->count() > 0) plan_create.base = plan_base;
+    if (plan_start.provider->count() > 0) plan_create.provider = plan_provider;
+    if (plan_start.model->count() > 0) plan_create.model = plan_model;
+    if (plan_budget_option->count() > 0) plan_create.budget_usd = plan_budget_usd;
+    plan_create.follow = !plan_no_follow;
+    command = [&](const CommandContext& c) { return run_plan_create(c, plan_create); };
+  });
+
+  bool gc_dry_run = false;
+  auto* gc_cmd = app.add_subcommand(
+      "gc",
+      "remove the worktrees of finished loop trees and of invalidated and deleted loops "
+      "(branches are kept)");
+  gc_cmd->add_flag("--dry-run", gc_dry_run, "only say what would be removed");
+  gc_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_gc(c, gc_dry_run); }; });
 
   try {
     app.parse(argc, argv);

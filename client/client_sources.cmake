@@ -14,9 +14,11 @@ add_library(loopr_client STATIC
   failure.cpp
   loop_commands.cpp
   loop_follow.cpp
+  loop_tree.cpp
   loop_view.cpp
   metrics_command.cpp
   metrics_view.cpp
+  plan_commands.cpp
   text_format.cpp
   tool_commands.cpp
   tool_result_view.cpp)

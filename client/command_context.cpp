@@ -1,3 +1,4 @@
+#include <chrono>
 #include <ostream>
 
 #include "client/commands.hpp"
@@ -39,6 +40,37 @@ Result<nlohmann::json> objects_in(const nlohmann::json& result, const char* key,
     if (!item.is_object()) return problem(std::string("'") + key + "' holds a non-object");
   }
   return *it;
+}
+
+Result<nlohmann::json> object_in(const nlohmann::json& result, const char* key,
+                                 const std::string& method) {
+  if (!result.is_object() || !result.contains(key) || !result[key].is_object()) {
+    return make_error(errc::protocol,
+                      "the " + method + " result has no '" + std::string(key) + "' object");
+  }
+  return result[key];
+}
+
+Result<nlohmann::json> subscribe_events(ControlClient& client, std::vector<std::string> topics,
+                                        const std::optional<std::string>& loop_id) {
+  nlohmann::json params = {{"topics", std::move(topics)}};
+  if (loop_id) params["loop_id"] = *loop_id;
+  auto subscribed = client.call("events.subscribe", std::move(params));
+  if (!subscribed) return subscribed;
+  if (!subscribed->is_object()) {
+    return make_error(errc::protocol, "the events.subscribe result is not an object");
+  }
+  return subscribed;
+}
+
+bool blank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace loopr::client

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -36,6 +37,17 @@ struct CommandContext {
 // `required`; any other shape is errc::protocol naming `method` and the key.
 Result<nlohmann::json> objects_in(const nlohmann::json& result, const char* key,
                                   const std::string& method, bool required = true);
+// result[key], which must be an object; else errc::protocol naming `method`
+// and the key.
+Result<nlohmann::json> object_in(const nlohmann::json& result, const char* key,
+                                 const std::string& method);
+// events.subscribe {topics, loop_id?}; the result must be an object.
+Result<nlohmann::json> subscribe_events(ControlClient& client, std::vector<std::string> topics,
+                                        const std::optional<std::string>& loop_id);
+// Whether `text` holds nothing but whitespace.
+bool blank(const std::string& text);
+// The wall clock, in milliseconds since the epoch (the unit of *_at_ms).
+std::int64_t now_ms();
 
 // ---- daemon start | stop | status (daemon_commands.cpp) ----
 struct DaemonStartOptions {
@@ -93,10 +105,33 @@ struct LoopRunOptions {
 };
 int run_loop_run(const CommandContext& context, const LoopRunOptions& options);
 
+// What `loop run` and `plan` share: sends `method` (loop.create,
+// loop.create_plan) with `params`, subscribed to the loop's events first
+// when following. Without follow, prints the new loop's id (the loop with
+// --json). With follow, prints where the loop works (--json: the create
+// result as a JSON line) and follows it live until it reaches a final status
+// or `stop_at`; Ctrl-C then detaches with "detached; the NOUN goes on —
+// " + after_detach(id). Failures are returned, not printed.
+struct LiveLoopStart {
+  std::string method;
+  nlohmann::json params;
+  std::string noun;  // "loop", "plan"
+  std::function<std::string(const std::string& id)> after_detach;
+  std::optional<std::string> stop_at;
+  bool follow = true;
+};
+struct LiveLoop {
+  ControlClient client;  // for what the caller asks next
+  std::string id;
+  std::string status;  // as created, or where following stopped
+};
+Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopStart& start);
+
 struct LoopListOptions {
   std::optional<std::string> status;
   std::optional<std::string> type;
-  bool all = false;  // include deleted loops
+  bool all = false;   // include deleted loops
+  bool tree = false;  // as trees by parent_id (client/loop_tree.hpp)
 };
 int run_loops(const CommandContext& context, const LoopListOptions& options);
 int run_loop_show(const CommandContext& context, const std::string& id);

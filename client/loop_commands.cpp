@@ -1,19 +1,15 @@
 // looprctl loop run | show | logs | pause | resume | cancel | delete | export,
-// looprctl loops (docs/control-protocol.md, "Loops"). Following a loop as it
-// runs is client/loop_follow.hpp; rendering is client/loop_view.hpp.
-#include <signal.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
+// looprctl loops [--tree] (docs/control-protocol.md, "Loops"). Following a
+// loop as it runs is client/loop_follow.hpp; rendering is client/loop_view.hpp
+// (and client/loop_tree.hpp for --tree).
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <ostream>
 
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
 #include "client/loop_follow.hpp"
+#include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
 
@@ -23,73 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// loop.create stores the loop and makes its worktree (git worktree add)
-// before it answers: allow for a large repository.
+// loop.create and loop.create_plan store the loop and make its worktree (git
+// worktree add) before they answer: allow for a large repository.
 constexpr Milliseconds kCreateTimeout{300'000};
 // A transcript that claims more pages than this is a daemon bug, not a log.
 constexpr std::size_t kMaxTranscriptPages = 100'000;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// result["loop"], which must be an object.
-Result<json> loop_in(const json& result, const std::string& method) {
-  if (!result.is_object() || !result.contains("loop") || !result["loop"].is_object()) {
-    return make_error(errc::protocol, "the " + method + " result has no 'loop' object");
-  }
-  return result["loop"];
-}
-
-bool blank(const std::string& text) {
-  return text.find_first_not_of(" \t\r\n") == std::string::npos;
-}
-
-// ---- Ctrl-C while following: detach, the loop goes on ----
-//
-// The handler may only use async-signal-safe calls: it writes a message
-// prepared before it was installed and leaves with _exit(0). Everything the
-// follower printed was flushed already (it flushes after every event).
-
-char g_detach_message[512];
-std::size_t g_detach_length = 0;
-volatile std::sig_atomic_t g_mid_line = 0;
-
-extern "C" void detach_on_sigint(int) {
-  if (g_mid_line != 0) (void)!::write(STDOUT_FILENO, "\n", 1);
-  (void)!::write(STDERR_FILENO, g_detach_message, g_detach_length);
-  ::_exit(0);
-}
-
-// Installs the detaching SIGINT handler for its lifetime, then puts back the
-// one there was before.
-class DetachOnInterrupt {
- public:
-  explicit DetachOnInterrupt(const std::string& loop_id) {
-    const std::string message =
-        "detached; the loop goes on \xe2\x80\x94 follow it with: "
-        "looprctl loop logs " +
-        shell_word(loop_id) + " --follow\n";
-    g_detach_length = std::min(message.size(), sizeof g_detach_message);
-    std::memcpy(g_detach_message, message.data(), g_detach_length);
-    g_mid_line = 0;
-    struct sigaction action {};
-    action.sa_handler = detach_on_sigint;
-    sigemptyset(&action.sa_mask);
-    installed_ = ::sigaction(SIGINT, &action, &previous_) == 0;
-  }
-  ~DetachOnInterrupt() {
-    if (installed_) ::sigaction(SIGINT, &previous_, nullptr);
-  }
-  DetachOnInterrupt(const DetachOnInterrupt&) = delete;
-  DetachOnInterrupt& operator=(const DetachOnInterrupt&) = delete;
-
- private:
-  struct sigaction previous_ {};
-  bool installed_ = false;
-};
 
 json create_params(const LoopRunOptions& options, const std::string& repo) {
   json params = {{"type", options.type}, {"task", options.task}, {"repo", repo}};
@@ -102,21 +36,59 @@ json create_params(const LoopRunOptions& options, const std::string& repo) {
   return params;
 }
 
-Result<json> subscribe(ControlClient& client, std::vector<std::string> topics,
-                       const std::optional<std::string>& loop_id) {
-  json params = {{"topics", std::move(topics)}};
-  if (loop_id) params["loop_id"] = *loop_id;
-  auto subscribed = client.call("events.subscribe", std::move(params));
-  if (!subscribed) return subscribed;
-  if (!subscribed->is_object()) {
-    return make_error(errc::protocol, "the events.subscribe result is not an object");
-  }
-  return subscribed;
-}
-
 }  // namespace
 
 // ---- loop run ----
+
+Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopStart& start) {
+  auto client = context.open();
+  if (!client) return std::move(client).error();
+  // Subscribed before the loop exists, so none of its events can be missed;
+  // other loops' events are filtered out by id.
+  if (start.follow) {
+    auto subscribed = subscribe_events(*client, {"loop", "chat", "provider", "tool"}, std::nullopt);
+    if (!subscribed) return std::move(subscribed).error();
+  }
+  auto created = client->call(start.method, start.params, kCreateTimeout);
+  if (!created) return std::move(created).error();
+  auto loop = object_in(*created, "loop", start.method);
+  if (!loop) return std::move(loop).error();
+  LiveLoop live{std::move(*client), string_of(*loop, "id"), loop_status(*loop)};
+  if (live.id.empty()) {
+    return make_error(errc::protocol, "the " + start.method + " result has a loop without id");
+  }
+
+  if (!start.follow) {
+    if (context.json) {
+      context.print_json(*loop);
+    } else {
+      context.out << printable(live.id) << '\n';
+    }
+    return live;
+  }
+
+  if (context.json) {
+    context.out << compact_json(*created) << '\n';
+  } else {
+    context.out << start.noun << ' ' << printable(live.id) << ": " << cell(*loop, "status")
+                << " on branch " << cell(*loop, "branch") << " in " << cell(*loop, "worktree")
+                << '\n'
+                << "(Ctrl-C detaches; the " << start.noun << " goes on)\n";
+  }
+  context.out.flush();
+
+  LoopPrinter printer(live.id, FollowStyle::live, context.json, context.out);
+  if (start.stop_at) printer.stop_at(*start.stop_at);
+  if (printer.stops_at(live.status)) return live;
+  DetachOnInterrupt detach("detached; the " + start.noun + " goes on \xe2\x80\x94 " +
+                           start.after_detach(live.id) + "\n");
+  printer.set_status(live.status);
+  printer.set_mid_line_flag(detach.mid_line_flag());
+  auto followed = follow_loop(live.client, printer, FollowOptions{}, context.err);
+  if (!followed) return std::move(followed).error();
+  live.status = *followed;
+  return live;
+}
 
 int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
   if (blank(options.task)) {
@@ -130,56 +102,23 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
   auto repo = absolute_folder(options.repo, "the repository", "--repo");
   if (!repo) return context.fail(repo.error());
 
-  auto client = context.open();
-  if (!client) return context.fail(client.error());
-  // Subscribed before the loop exists, so none of its events can be missed;
-  // other loops' events are filtered out by id.
-  if (!options.detach) {
-    auto subscribed = subscribe(*client, {"loop", "chat", "provider", "tool"}, std::nullopt);
-    if (!subscribed) return context.fail(subscribed.error());
-  }
-  auto created = client->call("loop.create", create_params(options, *repo), kCreateTimeout);
-  if (!created) return context.fail(created.error());
-  auto loop = loop_in(*created, "loop.create");
-  if (!loop) return context.fail(loop.error());
-  const std::string id = string_of(*loop, "id");
-  if (id.empty()) {
-    return context.fail(make_error(errc::protocol, "the loop.create result has a loop without id"));
-  }
-
-  if (options.detach) {
-    if (context.json) {
-      context.print_json(*loop);
-    } else {
-      context.out << printable(id) << '\n';
-    }
-    return to_int(ExitStatus::ok);
-  }
-
-  if (context.json) {
-    context.out << compact_json(*created) << '\n';
-  } else {
-    context.out << "loop " << printable(id) << ": " << cell(*loop, "status") << " on branch "
-                << cell(*loop, "branch") << " in " << cell(*loop, "worktree") << '\n'
-                << "(Ctrl-C detaches; the loop goes on)\n";
-  }
-  context.out.flush();
-
-  std::string status = loop_status(*loop);
-  if (!is_final_status(status)) {
-    DetachOnInterrupt detach(id);
-    LoopPrinter printer(id, FollowStyle::live, context.json, context.out);
-    printer.set_status(status);
-    printer.set_mid_line_flag(&g_mid_line);
-    auto followed = follow_loop(*client, printer, FollowOptions{}, context.err);
-    if (!followed) return context.fail(followed.error());
-    status = *followed;
-  }
+  auto started =
+      start_live_loop(context, LiveLoopStart{"loop.create", create_params(options, *repo), "loop",
+                                             [](const std::string& id) {
+                                               return "follow it with: looprctl loop logs " +
+                                                      shell_word(id) + " --follow";
+                                             },
+                                             std::nullopt, !options.detach});
+  if (!started) return context.fail(started.error());
+  if (options.detach) return to_int(ExitStatus::ok);
+  auto& client = started->client;
+  const std::string& id = started->id;
+  std::string status = started->status;
 
   // The summary comes from the store: events may have been dropped.
-  auto got = client->call("loop.get", {{"id", id}});
+  auto got = client.call("loop.get", {{"id", id}});
   if (!got) return context.fail(got.error());
-  auto final_loop = loop_in(*got, "loop.get");
+  auto final_loop = object_in(*got, "loop", "loop.get");
   if (!final_loop) return context.fail(final_loop.error());
   if (is_final_status(loop_status(*final_loop))) status = loop_status(*final_loop);
   if (context.json) {
@@ -204,6 +143,8 @@ int run_loops(const CommandContext& context, const LoopListOptions& options) {
   if (!loops) return context.fail(loops.error());
   if (context.json) {
     context.print_json(*result);
+  } else if (options.tree) {
+    print_loop_tree(*loops, context.out);
   } else {
     print_loop_table(*loops, now_ms(), context.out);
   }
@@ -215,7 +156,7 @@ int run_loop_show(const CommandContext& context, const std::string& id) {
   if (!client) return context.fail(client.error());
   auto result = client->call("loop.get", {{"id", id}});
   if (!result) return context.fail(result.error());
-  auto loop = loop_in(*result, "loop.get");
+  auto loop = object_in(*result, "loop", "loop.get");
   if (!loop) return context.fail(loop.error());
   if (context.json) {
     context.print_json(*result);
@@ -234,11 +175,11 @@ int run_loop_logs(const CommandContext& context, const LoopLogsOptions& options)
   if (options.follow) {
     // Subscribed before the transcript is read: a step stored meanwhile
     // arrives as an event too, and the printer skips it by id.
-    auto subscribed = subscribe(*client, {"loop", "chat", "provider"}, options.id);
+    auto subscribed = subscribe_events(*client, {"loop", "chat", "provider"}, options.id);
     if (!subscribed) return context.fail(subscribed.error());
     auto got = client->call("loop.get", {{"id", options.id}});
     if (!got) return context.fail(got.error());
-    auto loop = loop_in(*got, "loop.get");
+    auto loop = object_in(*got, "loop", "loop.get");
     if (!loop) return context.fail(loop.error());
     status = loop_status(*loop);
   }
@@ -286,7 +227,7 @@ int run_loop_control(const CommandContext& context, LoopControl control, const s
   if (!client) return context.fail(client.error());
   auto result = client->call(method, {{"id", id}});
   if (!result) return context.fail(result.error());
-  auto loop = loop_in(*result, method);
+  auto loop = object_in(*result, "loop", method);
   if (!loop) return context.fail(loop.error());
   if (context.json) {
     context.print_json(*result);

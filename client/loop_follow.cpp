@@ -1,7 +1,13 @@
 #include "client/loop_follow.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
 #include <ostream>
 
+#include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
 
@@ -11,13 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kValidationTail = 15;
-
-const json& member(const json& object, std::string_view key) {
-  static const json missing;
-  if (!object.is_object()) return missing;
-  const auto it = object.find(key);
-  return it == object.end() ? missing : *it;
-}
+constexpr std::size_t kReasonWidth = 200;
+constexpr std::size_t kFilesShown = 10;
 
 std::string key_of(const json& value) {
   return compact_json(value);
@@ -38,10 +39,51 @@ bool is_true(const json& value) {
   return value.is_boolean() && value.get<bool>();
 }
 
+// Hands each event to `on_event` until it returns a status. After
+// `options.status_check` without an event, or once events were dropped,
+// asks `ask` (loop.get, plan.get) for one. `end_line` runs before anything
+// is written on `err` and before it returns.
+Result<std::string> follow_events(
+    ControlClient& client, const FollowOptions& options, std::ostream& err,
+    const std::function<std::optional<std::string>(const proto::Event&)>& on_event,
+    const std::function<Result<std::optional<std::string>>()>& ask,
+    const std::function<void()>& end_line) {
+  std::uint64_t dropped_seen = client.dropped_events();
+  for (;;) {
+    auto event = client.next_event(options.status_check);
+    if (!event) {
+      end_line();
+      return std::move(event).error();
+    }
+    bool asking = !*event;
+    if (client.dropped_events() > dropped_seen) {
+      end_line();
+      err << "looprctl: " << client.dropped_events() - dropped_seen
+          << " events were dropped (arrived faster than they were printed)\n";
+      dropped_seen = client.dropped_events();
+      asking = true;
+    }
+    if (*event) {
+      if (auto status = on_event(**event)) return *status;
+    }
+    if (!asking) continue;
+    auto status = ask();
+    if (!status || *status) {
+      end_line();
+      if (!status) return std::move(status).error();
+      return **status;
+    }
+  }
+}
+
 }  // namespace
 
 LoopPrinter::LoopPrinter(std::string loop_id, FollowStyle style, bool json, std::ostream& out)
     : loop_id_(std::move(loop_id)), style_(style), json_(json), out_(out) {}
+
+bool LoopPrinter::stops_at(std::string_view status) const {
+  return is_final_status(status) || stop_statuses_.find(status) != stop_statuses_.end();
+}
 
 void LoopPrinter::set_mid_line(bool mid_line) {
   mid_line_ = mid_line;
@@ -84,7 +126,7 @@ std::optional<std::string> LoopPrinter::step(const json& step) {
   const std::string kind = string_of(step, "kind");
   const json& data = member(step, "data");
   std::optional<std::string> final_status;
-  if (kind == "status" && is_final_status(string_of(data, "status"))) {
+  if (kind == "status" && stops_at(string_of(data, "status"))) {
     final_status = string_of(data, "status");
   }
   if (!in_filter(member(step, "iteration"))) return final_status;
@@ -144,7 +186,7 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
   std::optional<std::string> final_status;
   if (event.event == "loop.updated") {
     const std::string status = loop_status(member(data, "loop"));
-    if (is_final_status(status)) final_status = status;
+    if (stops_at(status)) final_status = status;
   }
 
   if (json_ && style_ == FollowStyle::live) {
@@ -154,7 +196,7 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
       const json& step = member(data, "step");
       const json& step_data = member(step, "data");
       const std::string status = string_of(step_data, "status");
-      if (string_of(step, "kind") == "status" && is_final_status(status)) final_status = status;
+      if (string_of(step, "kind") == "status" && stops_at(status)) final_status = status;
     }
     return final_status;
   }
@@ -170,8 +212,7 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
     if (event.event == "loop.updated") {
       const json& loop = member(data, "loop");
       const std::string status = loop_status(loop);
-      if (!status.empty() && status != last_status_ && !is_final_status(status) &&
-          !last_status_.empty()) {
+      if (!status.empty() && status != last_status_ && !stops_at(status) && !last_status_.empty()) {
         end_line();
         out_ << "status: " << printable(status);
         const std::string reason = string_of(loop, "status_reason");
@@ -252,36 +293,164 @@ void LoopPrinter::validation(const json& iteration, const json& result) {
 
 Result<std::string> follow_loop(ControlClient& client, LoopPrinter& printer,
                                 const FollowOptions& options, std::ostream& err) {
-  std::uint64_t dropped_seen = client.dropped_events();
-  for (;;) {
-    auto event = client.next_event(options.status_check);
-    if (!event) {
-      printer.end_line();
-      return std::move(event).error();
+  return follow_events(
+      client, options, err, [&](const proto::Event& event) { return printer.event(event); },
+      [&]() -> Result<std::optional<std::string>> {
+        auto got = client.call("loop.get", {{"id", printer.loop_id()}});
+        if (!got) return std::move(got).error();
+        const std::string status = loop_status(member(*got, "loop"));
+        if (printer.stops_at(status)) return std::optional<std::string>(status);
+        return std::optional<std::string>();
+      },
+      [&] { printer.end_line(); });
+}
+
+// ---- a plan's tree ----
+
+PlanTreePrinter::PlanTreePrinter(std::string plan_id, bool json, std::ostream& out)
+    : plan_id_(std::move(plan_id)), json_(json), out_(out) {}
+
+bool PlanTreePrinter::stops_at(std::string_view status) {
+  return is_final_status(status) || status == "awaiting_approval";
+}
+
+bool PlanTreePrinter::is_ours(const json& loop) const {
+  return string_of(loop, "id") == plan_id_ || string_of(loop, "plan_id") == plan_id_;
+}
+
+bool PlanTreePrinter::is_our_id(const std::string& loop_id) const {
+  if (loop_id.empty()) return false;
+  if (loop_id == plan_id_ || seen_.count(loop_id) != 0) return true;
+  return loop_id.size() > plan_id_.size() + 1 &&
+         loop_id.compare(0, plan_id_.size(), plan_id_) == 0 && loop_id[plan_id_.size()] == '-';
+}
+
+void PlanTreePrinter::known(const json& loop) {
+  loop_seen(loop, false);
+}
+
+std::optional<std::string> PlanTreePrinter::loop_seen(const json& loop, bool print) {
+  const std::string id = string_of(loop, "id");
+  const std::string status = loop_status(loop);
+  if (id.empty() || status.empty()) return std::nullopt;
+  std::string shown = status + '\n' + string_of(loop, "queue_reason");
+  auto [it, added] = seen_.try_emplace(id, shown);
+  const bool changed = added || it->second != shown;
+  it->second = std::move(shown);
+  if (changed && print) {
+    out_ << printable(id) << ": " << status_with_reason(loop, kReasonWidth, true) << '\n';
+  }
+  if (id == plan_id_ && stops_at(status)) return status;
+  return std::nullopt;
+}
+
+std::optional<std::string> PlanTreePrinter::event(const proto::Event& event) {
+  const json& data = event.data;
+  const bool merge = event.event == "loop.merged" || event.event == "loop.merge_conflict";
+  const json* loop = nullptr;
+  if (event.event == "loop.created" || event.event == "loop.updated") {
+    loop = &member(data, "loop");
+  } else if (event.event.rfind("plan.", 0) == 0) {
+    loop = &member(data, "plan");
+  }
+  const bool ours =
+      loop != nullptr ? is_ours(*loop) : merge && is_our_id(string_of(data, "loop_id"));
+  if (!ours) return std::nullopt;
+
+  std::optional<std::string> stop;
+  if (json_) {
+    out_ << compact_json(proto::to_json(event)) << '\n';
+    if (loop != nullptr) stop = loop_seen(*loop, false);
+  } else if (loop != nullptr) {
+    stop = loop_seen(*loop, true);
+  } else if (event.event == "loop.merged") {
+    out_ << cell(data, "loop_id") << " merged into " << cell(data, "into") << " at "
+         << short_commit(member(data, "commit")) << '\n';
+  } else {
+    out_ << cell(data, "loop_id") << ": merge conflict into " << cell(data, "into");
+    const json& files = member(data, "files");
+    if (files.is_array() && !files.empty()) {
+      std::string list;
+      std::size_t shown = 0;
+      for (const json& file : files) {
+        if (shown == kFilesShown) break;
+        list += (list.empty() ? "" : ", ") +
+                (file.is_string() ? cut(file.get<std::string>(), 80) : cut(compact_json(file), 80));
+        ++shown;
+      }
+      if (files.size() > shown) list += ", and " + std::to_string(files.size() - shown) + " more";
+      out_ << " (" << list << ')';
     }
-    bool ask = !*event;
-    if (client.dropped_events() > dropped_seen) {
-      printer.end_line();
-      err << "looprctl: " << client.dropped_events() - dropped_seen
-          << " events were dropped (arrived faster than they were printed)\n";
-      dropped_seen = client.dropped_events();
-      ask = true;
-    }
-    if (*event) {
-      if (auto status = printer.event(**event)) return *status;
-    }
-    if (!ask) continue;
-    auto got = client.call("loop.get", {{"id", printer.loop_id()}});
-    if (!got) {
-      printer.end_line();
-      return std::move(got).error();
-    }
-    const std::string status = loop_status(member(*got, "loop"));
-    if (is_final_status(status)) {
-      printer.end_line();
-      return status;
+    const std::string resolver = string_of(data, "resolver_id");
+    if (!resolver.empty()) out_ << "; resolving in " << printable(resolver);
+    out_ << '\n';
+  }
+  out_.flush();
+  return stop;
+}
+
+std::optional<std::string> PlanTreePrinter::snapshot(const json& plan_get) {
+  std::optional<std::string> stop;
+  const json& tree = member(plan_get, "tree");
+  if (tree.is_array()) {
+    for (const json& loop : tree) {
+      if (is_ours(loop)) loop_seen(loop, !json_);
     }
   }
+  const json& plan = member(plan_get, "plan");
+  if (string_of(plan, "id") == plan_id_) stop = loop_seen(plan, !json_);
+  out_.flush();
+  return stop;
+}
+
+Result<std::string> follow_plan(ControlClient& client, PlanTreePrinter& printer,
+                                const FollowOptions& options, std::ostream& err) {
+  return follow_events(
+      client, options, err, [&](const proto::Event& event) { return printer.event(event); },
+      [&]() -> Result<std::optional<std::string>> {
+        auto got = client.call("plan.get", {{"id", printer.plan_id()}});
+        if (!got) return std::move(got).error();
+        return printer.snapshot(*got);
+      },
+      [] {});
+}
+
+// ---- Ctrl-C while following ----
+//
+// The handler may only use async-signal-safe calls: it writes a message
+// prepared before it was installed and leaves with _exit(0). Everything the
+// followers printed was flushed already (they flush after every event).
+
+namespace {
+
+char g_detach_message[512];
+std::size_t g_detach_length = 0;
+volatile std::sig_atomic_t g_mid_line = 0;
+
+extern "C" void detach_on_sigint(int) {
+  if (g_mid_line != 0) (void)!::write(STDOUT_FILENO, "\n", 1);
+  (void)!::write(STDERR_FILENO, g_detach_message, g_detach_length);
+  ::_exit(0);
+}
+
+}  // namespace
+
+DetachOnInterrupt::DetachOnInterrupt(const std::string& message) {
+  g_detach_length = std::min(message.size(), sizeof g_detach_message - 1);
+  std::memcpy(g_detach_message, message.data(), g_detach_length);
+  g_mid_line = 0;
+  struct sigaction action {};
+  action.sa_handler = detach_on_sigint;
+  sigemptyset(&action.sa_mask);
+  installed_ = ::sigaction(SIGINT, &action, &previous_) == 0;
+}
+
+DetachOnInterrupt::~DetachOnInterrupt() {
+  if (installed_) ::sigaction(SIGINT, &previous_, nullptr);
+}
+
+volatile std::sig_atomic_t* DetachOnInterrupt::mid_line_flag() const {
+  return &g_mid_line;
 }
 
 }  // namespace loopr::client

@@ -1,5 +1,6 @@
-// Following one loop as it runs, for `looprctl loop run` and `looprctl loop
-// logs --follow` (docs/control-protocol.md, "Loops").
+// Following loops as they run (docs/control-protocol.md, "Loops" and
+// "Plans"): one loop for `looprctl loop run`, `loop logs --follow` and
+// `plan`; a plan's whole tree for `plan approve --follow`.
 //
 // LoopPrinter turns one loop's events and journal steps into lines for a
 // person (or JSON Lines with --json), remembering what it already printed:
@@ -15,14 +16,23 @@
 // after each event so the lines appear as they happen.
 //
 // follow_loop() reads events from a client that is already subscribed until
-// the loop reaches a final status, asking loop.get when the events were
+// the loop reaches a final status (or one the printer was told to stop at,
+// as `plan` stops at awaiting_approval), asking loop.get when the events were
 // quiet for a while or some were dropped, so a missed final event cannot
 // leave it waiting forever.
+//
+// PlanTreePrinter and follow_plan() do the same for every loop of a plan,
+// one line per status change, merge and merge conflict, until the plan
+// itself stops (plan.get when quiet).
+//
+// DetachOnInterrupt makes Ctrl-C while following leave the loop running.
 //
 // Threads: one thread uses a printer and its client. The only thing another
 // context may read is the mid-line flag (set_mid_line_flag), a
 // volatile sig_atomic_t meant for a SIGINT handler.
 #pragma once
+
+#include <signal.h>
 
 #include <csignal>
 #include <cstdint>
@@ -32,6 +42,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "client/control_client.hpp"
 #include "common/error.hpp"
@@ -64,6 +75,11 @@ class LoopPrinter {
   // The status the loop had when following began (live style: a change from
   // it prints a "status:" line).
   void set_status(std::string status) { last_status_ = std::move(status); }
+  // Following also stops when the loop reaches `status`, final or not (a
+  // plan's awaiting_approval). Such a status prints no "status:" line.
+  void stop_at(std::string status) { stop_statuses_.insert(std::move(status)); }
+  // A final status or one given to stop_at().
+  bool stops_at(std::string_view status) const;
 
   // A journal step, stored or pushed. Skips steps already printed and steps
   // of other iterations. Returns the loop's status if the step is a status
@@ -103,6 +119,7 @@ class LoopPrinter {
   std::set<std::string> validations_shown_;        // iterations with a validation printed
   std::map<std::string, std::string> tool_names_;  // call_id -> tool (live style)
   std::string last_status_;
+  std::set<std::string, std::less<>> stop_statuses_;
 };
 
 struct FollowOptions {
@@ -115,5 +132,73 @@ struct FollowOptions {
 // status. Errors of the connection are returned as they are.
 Result<std::string> follow_loop(ControlClient& client, LoopPrinter& printer,
                                 const FollowOptions& options, std::ostream& err);
+
+// Every loop of one plan, for a person: "<id>: <status> (<reason>)" when a
+// loop is first seen or its status (or queue_reason) changes, "<id> merged
+// into <branch> at <commit>", "<id>: merge conflict into <branch> (files);
+// resolving in <id>". With `json`, each of the plan's events as a compact
+// {"event", "data"} line instead.
+//
+// A loop object (loop.created, loop.updated, plan.*'s `plan`) is the plan's
+// when its id or plan_id is the plan's id. loop.merged and
+// loop.merge_conflict name only loop_id: theirs is the plan's when it is a
+// loop already seen in the plan, or its id starts with "<plan id>-" (ids
+// show the place in the tree).
+class PlanTreePrinter {
+ public:
+  PlanTreePrinter(std::string plan_id, bool json, std::ostream& out);
+
+  const std::string& plan_id() const { return plan_id_; }
+  // A loop as the caller has already shown it: no line until it changes.
+  void known(const nlohmann::json& loop);
+  // One pushed event. Returns the plan's status once it stops following.
+  std::optional<std::string> event(const proto::Event& event);
+  // A plan.get result: lines for the changes no event reported (human
+  // style only). Returns the plan's status if it stops following.
+  std::optional<std::string> snapshot(const nlohmann::json& plan_get);
+
+  // Where following a plan stops: a final status, or awaiting_approval (the
+  // plan was iterated and waits for the person again).
+  static bool stops_at(std::string_view status);
+
+ private:
+  bool is_ours(const nlohmann::json& loop) const;
+  bool is_our_id(const std::string& loop_id) const;
+  // Prints the loop's line if it is new or changed; returns the plan's status
+  // when the loop is the plan and that status stops following.
+  std::optional<std::string> loop_seen(const nlohmann::json& loop, bool print);
+
+  std::string plan_id_;
+  bool json_;
+  std::ostream& out_;
+  std::map<std::string, std::string> seen_;  // id -> status and queue_reason last shown
+};
+
+// Reads events from `client` (subscribed to loop.updated, loop.merged,
+// loop.merge_conflict and plan, without loop_id) until the plan stops
+// (PlanTreePrinter::stops_at); asks plan.get when the events were quiet or
+// some were dropped. Returns the plan's status.
+Result<std::string> follow_plan(ControlClient& client, PlanTreePrinter& printer,
+                                const FollowOptions& options, std::ostream& err);
+
+// While it lives, Ctrl-C (SIGINT) ends an unfinished output line, writes
+// `message` on stderr and exits 0, leaving what was followed running; the
+// previous handler is put back by the destructor. The handler only makes
+// async-signal-safe calls; the message is copied (cut to 511 bytes) before
+// the handler is installed. One instance at a time (it uses a global).
+class DetachOnInterrupt {
+ public:
+  explicit DetachOnInterrupt(const std::string& message);
+  ~DetachOnInterrupt();
+  DetachOnInterrupt(const DetachOnInterrupt&) = delete;
+  DetachOnInterrupt& operator=(const DetachOnInterrupt&) = delete;
+
+  // For LoopPrinter::set_mid_line_flag: the handler reads it.
+  volatile std::sig_atomic_t* mid_line_flag() const;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
 
 }  // namespace loopr::client

@@ -22,20 +22,6 @@ constexpr std::size_t kResultLines = 3;
 constexpr std::size_t kValidationTail = 15;
 constexpr std::size_t kShowOutputLines = 200;
 
-const json& member(const json& object, std::string_view key) {
-  static const json missing;
-  if (!object.is_object()) return missing;
-  const auto it = object.find(key);
-  return it == object.end() ? missing : *it;
-}
-
-std::optional<double> number_of(const json& value) {
-  if (!value.is_number()) return std::nullopt;
-  const double number = value.get<double>();
-  if (!std::isfinite(number)) return std::nullopt;
-  return number;
-}
-
 std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -133,7 +119,9 @@ std::string used_figure(const std::string& key, const json& used) {
   return "-";
 }
 
-void print_budget(const json& budget, std::ostream& out) {
+}  // namespace
+
+void print_budget(const json& budget, std::string_view label, std::ostream& out) {
   if (!budget.is_object()) return;
   const json& limits = member(budget, "limits");
   const json& used = member(budget, "used");
@@ -145,10 +133,11 @@ void print_budget(const json& budget, std::ostream& out) {
       keys.insert(key);
   }
   if (keys.empty()) {
-    out << "budget:    no limits\n";
+    const std::string head = printable(label) + ":";
+    out << head << std::string(head.size() < 11 ? 11 - head.size() : 1, ' ') << "no limits\n";
     return;
   }
-  out << "budget:\n";
+  out << printable(label) << ":\n";
   TextTable table({"  BUDGET", "LIMIT", "USED", "LEFT"});
   for (const std::string& key : keys) {
     table.add_row({"  " + printable(key), budget_figure(key, member(limits, key)),
@@ -156,6 +145,8 @@ void print_budget(const json& budget, std::ostream& out) {
   }
   table.print(out);
 }
+
+namespace {
 
 void print_notes(const json& notes, std::ostream& out) {
   if (!notes.is_array() || notes.empty()) return;
@@ -173,14 +164,6 @@ void print_notes(const json& notes, std::ostream& out) {
       start = end + 1;
     } while (start < text.size());
   }
-}
-
-// The status, marked when the loop was deleted.
-std::string status_cell(const json& loop) {
-  std::string status = cell(loop, "status");
-  const json& deleted = member(loop, "deleted");
-  if (deleted.is_boolean() && deleted.get<bool>()) status += " (deleted)";
-  return status;
 }
 
 void print_iterations(const json& iterations, std::ostream& out) {
@@ -245,7 +228,29 @@ void print_tool_results(const json& results, std::ostream& out) {
 
 bool is_final_status(std::string_view status) {
   return status == "completed" || status == "failed" || status == "cancelled" ||
-         status == "budget_exhausted" || status == "stuck";
+         status == "budget_exhausted" || status == "stuck" || status == "rejected" ||
+         status == "invalidated" || status == "blocked";
+}
+
+const json& member(const json& object, std::string_view key) {
+  static const json missing;
+  if (!object.is_object()) return missing;
+  const auto it = object.find(key);
+  return it == object.end() ? missing : *it;
+}
+
+std::optional<double> number_of(const json& value) {
+  if (!value.is_number()) return std::nullopt;
+  const double number = value.get<double>();
+  if (!std::isfinite(number)) return std::nullopt;
+  return number;
+}
+
+std::string status_cell(const json& loop) {
+  std::string status = cell(loop, "status");
+  const json& deleted = member(loop, "deleted");
+  if (deleted.is_boolean() && deleted.get<bool>()) status += " (deleted)";
+  return status;
 }
 
 std::string string_of(const json& object, std::string_view key) {
@@ -415,7 +420,7 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
       << format_count(member(usage, "tool_calls")) << ", cost "
       << format_usd(member(usage, "cost_usd")) << ", wall clock "
       << format_duration_ms(member(usage, "wall_clock_ms")) << '\n';
-  print_budget(member(loop, "budget"), out);
+  print_budget(member(loop, "budget"), "budget", out);
   print_iterations(member(loop, "iterations"), out);
   print_notes(member(loop, "notes"), out);
 

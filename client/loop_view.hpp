@@ -10,20 +10,29 @@
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace loopr::client {
 
-// completed, failed, cancelled, budget_exhausted, stuck: the loop will not
-// run again. queued, running, paused and anything unknown are not final.
+// completed, failed, cancelled, budget_exhausted, stuck, and with plans
+// rejected, invalidated, blocked: the loop will not run again. queued,
+// running, paused, awaiting_approval, waiting and anything unknown are not
+// final.
 bool is_final_status(std::string_view status);
 
 // loop["status"] when it is a string, else "" (for decisions, not display).
 std::string loop_status(const nlohmann::json& loop);
+// object[key], or a null value when it is absent or `object` is no object.
+const nlohmann::json& member(const nlohmann::json& object, std::string_view key);
 // object[key] when it is a string, else "".
 std::string string_of(const nlohmann::json& object, std::string_view key);
+// `value` when it is a finite number.
+std::optional<double> number_of(const nlohmann::json& value);
+// The loop's status for display, " (deleted)" added for a deleted loop.
+std::string status_cell(const nlohmann::json& loop);
 
 // The first line of `text`, printable, cut to `max` code points with "...";
 // "..." is also added when more lines follow.
@@ -64,6 +73,11 @@ void print_loop_details(const nlohmann::json& loop, std::int64_t now_ms, std::os
 void print_loop_summary(const nlohmann::json& loop, std::ostream& out);
 // "git -C REPO diff BASE..BRANCH" for the loop, or "" when it lacks them.
 std::string diff_command(const nlohmann::json& loop);
+
+// "LABEL:" then a LIMIT / USED / LEFT row per budgeted key of `budget`
+// ({limits, used, left}: loop.get's budget, plan.get's plan_budget), or
+// "LABEL: no limits".
+void print_budget(const nlohmann::json& budget, std::string_view label, std::ostream& out);
 
 // "validation passed (exit 0, 1.2 s)" or "validation failed (exit 1, 3 s)",
 // then, for a failure, the output's last `tail` lines indented with "  | ".

@@ -144,6 +144,8 @@ void TextTable::print(std::ostream& out) const {
         line.append(widths[column] - code_points(row[column]) + 2, ' ');
       }
     }
+    // Empty cells at the end of a row leave no trailing blanks.
+    line.erase(line.find_last_not_of(' ') + 1);
     out << line << '\n';
   }
 }

@@ -42,7 +42,8 @@ std::string pretty_json(const nlohmann::json& value);
 std::string compact_json(const nlohmann::json& value);
 
 // Left-aligned columns separated by two spaces; the first row is the header.
-// Cells wider than kMaxCellWidth code points are cut with "...".
+// Cells wider than kMaxCellWidth code points are cut with "..."; a row ends
+// without trailing blanks.
 class TextTable {
  public:
   static constexpr std::size_t kMaxCellWidth = 60;

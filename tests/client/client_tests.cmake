@@ -13,8 +13,10 @@ loopr_add_test(client_test
   control_client_test.cpp
   daemon_command_test.cpp
   loop_commands_test.cpp
+  loop_tree_test.cpp
   looprctl_cli_test.cpp
-  looprctl_run.cpp)
+  looprctl_run.cpp
+  plan_commands_test.cpp)
 target_link_libraries(client_test PRIVATE loopr_client loopr_fake_daemon loopr_test_support
                                           rapidcheck rapidcheck_gtest)
 add_dependencies(client_test looprctl looprctl-fake-daemon)

@@ -18,6 +18,7 @@
 #include "client/loop_view.hpp"
 #include "proto/control_messages.hpp"
 #include "tests/client/fake_daemon.hpp"
+#include "tests/client/loop_samples.hpp"
 #include "tests/client/looprctl_fixture.hpp"
 #include "tests/client/looprctl_run.hpp"
 #include "tests/support/temp_tree.hpp"
@@ -26,82 +27,6 @@ namespace loopr::test {
 namespace {
 
 using nlohmann::json;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::size_t count_of(const std::string& text, const std::string& part) {
-  std::size_t count = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++count;
-  return count;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
-
-// No raw terminal controls: ESC, other C0 bytes but newline, DEL.
-bool terminal_safe(const std::string& text) {
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && byte != '\n') || byte == 0x7f) return false;
-  }
-  return true;
-}
-
-json a_loop(const std::string& id, const std::string& status) {
-  return {{"id", id},
-          {"type", "code"},
-          {"status", status},
-          {"status_reason", ""},
-          {"task", "make the tests pass"},
-          {"repo", "/src/app"},
-          {"base_commit", "9f1c2d3e4f5a"},
-          {"branch", "loop/" + id},
-          {"worktree", "/src/.loopr-worktrees/" + id},
-          {"provider", "anthropic"},
-          {"model", "claude-sonnet-4-5"},
-          {"parent_id", nullptr},
-          {"iteration", 2},
-          {"max_iterations", 50},
-          {"validate", "make test"},
-          {"usage",
-           {{"input_tokens", 12000},
-            {"output_tokens", 300},
-            {"cache_read_tokens", 0},
-            {"cache_write_tokens", 0},
-            {"model_turns", 4},
-            {"tool_calls", 9},
-            {"cost_usd", 0.0123},
-            {"wall_clock_ms", 95000}}},
-          {"last_validation", nullptr},
-          {"created_at_ms", 0},
-          {"updated_at_ms", 0}};
-}
-
-json a_step(std::int64_t id, std::int64_t iteration, const std::string& kind, json data) {
-  return {{"id", id},
-          {"iteration", iteration},
-          {"kind", kind},
-          {"data", std::move(data)},
-          {"at_ms", 0}};
-}
-
-json model_turn(std::int64_t sequence, const std::string& text, json calls = json::array()) {
-  return {{"sequence", sequence},
-          {"turn",
-           {{"text", text},
-            {"tool_calls", std::move(calls)},
-            {"stop_reason", "end_turn"},
-            {"model", "m"},
-            {"usage", json::object()}}}};
-}
 
 class LoopCommandsTest : public LooprctlFixture {};
 
@@ -817,9 +742,11 @@ TEST(LoopFollow, StreamedTextIsEndedBeforeTheNextLine) {
 }
 
 TEST(LoopView, FinalStatuses) {
-  for (const char* status : {"completed", "failed", "cancelled", "budget_exhausted", "stuck"})
+  for (const char* status : {"completed", "failed", "cancelled", "budget_exhausted", "stuck",
+                             "rejected", "invalidated", "blocked"})
     EXPECT_TRUE(client::is_final_status(status)) << status;
-  for (const char* status : {"queued", "running", "paused", "", "weird"})
+  for (const char* status :
+       {"queued", "running", "paused", "awaiting_approval", "waiting", "", "weird"})
     EXPECT_FALSE(client::is_final_status(status)) << status;
 }
 
