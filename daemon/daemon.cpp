@@ -66,7 +66,8 @@ Daemon::Daemon(DaemonOptions options)
       [this](std::string_view event, nlohmann::json data) {
         events_.publish(event, std::move(data));
       },
-      [this](std::string_view event) { return events_.has_subscribers(event); }});
+      [this](std::string_view event) { return events_.has_subscribers(event); },
+      options_.paths.state_dir});
   std::vector<RunnerLink*> lanes;
   for (auto& lane : lanes_)
     lanes.push_back(lane.get());

@@ -17,9 +17,11 @@ bool EventBus::about_loop(const nlohmann::json& data, const std::string& loop_id
   if (auto it = data.find("loop_id"); it != data.end() && it->is_string()) {
     return it->get_ref<const std::string&>() == loop_id;
   }
-  if (auto it = data.find("loop"); it != data.end() && it->is_object()) {
-    auto id = it->find("id");
-    return id != it->end() && id->is_string() && id->get_ref<const std::string&>() == loop_id;
+  for (const char* key : {"loop", "plan"}) {
+    if (auto it = data.find(key); it != data.end() && it->is_object()) {
+      auto id = it->find("id");
+      return id != it->end() && id->is_string() && id->get_ref<const std::string&>() == loop_id;
+    }
   }
   return false;
 }

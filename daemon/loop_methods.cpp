@@ -1,4 +1,5 @@
-// The loop.* control methods (docs/control-protocol.md "Loops"): thin
+// The loop.* and plan.* control methods (docs/control-protocol.md "Loops",
+// "Plans"): thin
 // handlers over the LoopEngine, which owns their parameters' rules.
 #include "daemon/methods.hpp"
 
@@ -40,6 +41,34 @@ asio::awaitable<Result<json>> MethodRegistry::loop_cancel(ClientSession&, const 
 
 asio::awaitable<Result<json>> MethodRegistry::loop_delete(ClientSession&, const json& params) {
   co_return co_await services_.loops.remove(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::loop_create_plan(ClientSession&, const json& params) {
+  co_return co_await services_.loops.create_plan(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::loop_gc(ClientSession&, const json& params) {
+  co_return co_await services_.loops.gc(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::plan_get(ClientSession&, const json& params) {
+  co_return services_.loops.plan_get(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::plan_approve(ClientSession&, const json& params) {
+  co_return co_await services_.loops.plan_approve(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::plan_reject(ClientSession&, const json& params) {
+  co_return co_await services_.loops.plan_reject(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::plan_iterate(ClientSession&, const json& params) {
+  co_return co_await services_.loops.plan_iterate(params);
+}
+
+asio::awaitable<Result<json>> MethodRegistry::plan_merge(ClientSession&, const json& params) {
+  co_return co_await services_.loops.plan_merge(params);
 }
 
 }  // namespace loopr::daemon

@@ -67,11 +67,31 @@ void fit_batch_reply(json& results) {
   }
 }
 
-const std::vector<std::string_view> kEventTopics = {
-    "tool",         "tool.started",       "tool.output",       "tool.finished",
-    "approval",     "approval.requested", "approval.resolved", "loop",
-    "loop.created", "loop.updated",       "loop.iteration",    "loop.step",
-    "chat",         "chat.chunk",         "provider",          "provider.retry"};
+const std::vector<std::string_view> kEventTopics = {"tool",
+                                                    "tool.started",
+                                                    "tool.output",
+                                                    "tool.finished",
+                                                    "approval",
+                                                    "approval.requested",
+                                                    "approval.resolved",
+                                                    "loop",
+                                                    "loop.created",
+                                                    "loop.updated",
+                                                    "loop.iteration",
+                                                    "loop.step",
+                                                    "chat",
+                                                    "chat.chunk",
+                                                    "provider",
+                                                    "provider.retry",
+                                                    "loop.artifact",
+                                                    "loop.merged",
+                                                    "loop.merge_conflict",
+                                                    "plan",
+                                                    "plan.awaiting_approval",
+                                                    "plan.approved",
+                                                    "plan.rejected",
+                                                    "plan.iterating",
+                                                    "plan.completed"};
 
 }  // namespace
 
@@ -98,6 +118,13 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
       {"loop.resume", {&MethodRegistry::loop_resume}},
       {"loop.cancel", {&MethodRegistry::loop_cancel}},
       {"loop.delete", {&MethodRegistry::loop_delete}},
+      {"loop.create_plan", {&MethodRegistry::loop_create_plan}},
+      {"loop.gc", {&MethodRegistry::loop_gc}},
+      {"plan.get", {&MethodRegistry::plan_get}},
+      {"plan.approve", {&MethodRegistry::plan_approve}},
+      {"plan.reject", {&MethodRegistry::plan_reject}},
+      {"plan.iterate", {&MethodRegistry::plan_iterate}},
+      {"plan.merge", {&MethodRegistry::plan_merge}},
   };
 }
 

@@ -80,6 +80,13 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> loop_resume(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_cancel(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_delete(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_create_plan(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_gc(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> plan_get(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> plan_approve(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> plan_reject(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> plan_iterate(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> plan_merge(ClientSession&, const nlohmann::json&);
 
   DaemonServices services_;
   std::map<std::string, Method, std::less<>> methods_;

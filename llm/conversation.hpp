@@ -95,6 +95,9 @@ struct ModelRequest {
   // answers with its turn number `sequence`, so a loop resumed after a crash
   // gets the same answer again; HTTP providers ignore it.
   std::uint64_t sequence = 0;
+  // Which conversation this is (the loop's id). A scripted provider may
+  // answer each loop from its own lines; HTTP providers ignore it.
+  std::string conversation;
 };
 
 // One model call's answer.

@@ -27,7 +27,7 @@ Error line_error(const std::string& path, std::uint32_t line, std::string what) 
                            path + ":" + std::to_string(line) + ": " + std::move(what),
                            "each non-blank line of a scripted session is one JSON object: a model "
                            "turn (text, tool_calls, stop_reason, model, usage) with optional "
-                           "delay_ms and error");
+                           "loop, delay_ms and error");
   error.details = {{"file", path}, {"line", line}};
   return error;
 }
@@ -41,7 +41,7 @@ Result<ScriptedProvider::Entry> parse_entry(const std::string& path, std::uint32
   json value = std::move(parsed).value();
   if (!value.is_object()) return line_error(path, line_number, "not a JSON object");
   static const std::set<std::string> kKeys = {"text",  "tool_calls", "stop_reason", "model",
-                                              "usage", "delay_ms",   "error"};
+                                              "usage", "delay_ms",   "error",       "loop"};
   for (const auto& [key, member] : value.items()) {
     if (!kKeys.contains(key)) {
       return line_error(path, line_number, "unknown key \"" + key + "\"");
@@ -49,6 +49,12 @@ Result<ScriptedProvider::Entry> parse_entry(const std::string& path, std::uint32
   }
   ScriptedProvider::Entry entry;
   entry.line = line_number;
+  if (auto it = value.find("loop"); it != value.end()) {
+    if (!it->is_string() || it->get<std::string>().empty()) {
+      return line_error(path, line_number, "\"loop\" must be a loop id such as \"p1-s1\"");
+    }
+    entry.loop = it->get<std::string>();
+  }
   if (auto it = value.find("delay_ms"); it != value.end()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
         it->get<std::int64_t>() > kMaxDelayMs) {
@@ -158,20 +164,33 @@ ScriptedProvider::ScriptedProvider(std::string path, ScriptedOptions options,
       stream_(options.stream),
       context_window_(options.context_window > 0 ? options.context_window : kDefaultContextWindow),
       model_(options.model.empty() ? std::string("scripted") : options.model),
-      entries_(std::move(entries)) {}
+      entries_(std::move(entries)) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].loop.empty()) {
+      shared_.push_back(i);
+    } else {
+      by_loop_[entries_[i].loop].push_back(i);
+    }
+  }
+}
 
 asio::awaitable<Result<ModelTurn>> ScriptedProvider::complete(const ModelRequest& request,
                                                               const TurnCallbacks& callbacks) {
   if (callbacks.cancel != nullptr && callbacks.cancel->cancelled()) co_return cancelled_error();
-  if (request.sequence >= entries_.size()) {
+  // The loop's own lines when it has any; otherwise the lines without "loop".
+  auto own = by_loop_.find(request.conversation);
+  const std::vector<std::size_t>& lines = own != by_loop_.end() ? own->second : shared_;
+  if (request.sequence >= lines.size()) {
+    const std::string whose =
+        own != by_loop_.end() ? " for loop " + request.conversation : std::string();
     co_return make_error(errc::provider_request,
-                         "the scripted session " + path_ + " has " +
-                             std::to_string(entries_.size()) + " turns; turn " +
-                             std::to_string(request.sequence + 1) + " was asked for",
+                         "the scripted session " + path_ + " has " + std::to_string(lines.size()) +
+                             " turns" + whose + "; turn " + std::to_string(request.sequence + 1) +
+                             " was asked for",
                          "record a longer session, or give the loop a budget of at most " +
-                             std::to_string(entries_.size()) + " model calls");
+                             std::to_string(lines.size()) + " model calls");
   }
-  const Entry& entry = entries_[request.sequence];
+  const Entry& entry = entries_[lines[request.sequence]];
   if (entry.delay_ms > 0) {
     asio::steady_timer timer(co_await asio::this_coro::executor,
                              std::chrono::milliseconds(entry.delay_ms));

@@ -4,7 +4,12 @@
 // File format: JSON Lines; blank lines are ignored. Each other line is one
 // model turn in the JSON form of ModelTurn (model_turn_from_json: "text",
 // "tool_calls" [{"id", "name", "arguments"}], "stop_reason", "model",
-// "usage" — all optional), plus two optional keys:
+// "usage" — all optional), plus three optional keys:
+//   "loop": "ID"     this line belongs to loop ID's conversation
+//                    (ModelRequest::conversation): a loop with lines of its
+//                    own is answered from them, in order; any other loop
+//                    from the lines without "loop" (so one file can script
+//                    a whole plan tree);
 //   "delay_ms": N    wait N ms before answering (cancellable);
 //   "error": {"code", "message", "hint"?}
 //                    answer with this Error instead of a turn (to simulate
@@ -32,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +72,7 @@ class ScriptedProvider : public Provider {
     std::int64_t delay_ms = 0;
     std::optional<Error> error;
     std::uint32_t line = 0;
+    std::string loop;  // "" : shared
   };
 
  private:
@@ -76,6 +83,8 @@ class ScriptedProvider : public Provider {
   std::int64_t context_window_;
   std::string model_ = "scripted";
   std::vector<Entry> entries_;
+  std::vector<std::size_t> shared_;                          // lines without "loop"
+  std::map<std::string, std::vector<std::size_t>> by_loop_;  // by loop id, in file order
 };
 
 // The estimate a scripted turn without "usage" reports (see above).

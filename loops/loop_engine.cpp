@@ -69,7 +69,8 @@ bool is_known_type(const std::string& type) {
 
 }  // namespace
 
-LoopEngine::LoopEngine(LoopEngineServices services) : services_(std::move(services)) {}
+LoopEngine::LoopEngine(LoopEngineServices services)
+    : services_(std::move(services)), provider_slots_(services_.io) {}
 
 LoopEngine::~LoopEngine() {
   git_pool_.join();
@@ -86,15 +87,18 @@ Result<void> LoopEngine::start() {
                     spec.error().message);
       continue;
     }
+    spec->seq = row.seq;
     LoopProgress progress = LoopProgress::from_json(row.state);
     auto run =
         std::make_shared<LoopRun>(*this, std::move(row), std::move(*spec), std::move(progress));
     runs_[run->id()] = run;
-    if (!is_final(run->status())) {
+    if (runs_model(run->status())) {
       spdlog::info("loop {} resumes ({})", run->id(), to_string(run->status()));
       launch(run);
     }
   }
+  // Queued loops start in the scheduler's order, waiting parents go on.
+  request_reconcile();
   return {};
 }
 
@@ -144,92 +148,77 @@ Result<std::shared_ptr<LoopRun>> LoopEngine::find(const json& params) const {
   return it->second;
 }
 
-asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
-  if (stopping_) co_return invalid_state("looprd is shutting down");
-  if (!params.is_object()) co_return invalid("loop.create needs an object of parameters");
+Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::string& type,
+                                              const std::string& task) {
   const auto& settings = services_.settings;
-
-  auto type = string_param(params, "type", "code");
-  if (!type) co_return std::move(type).error();
-  if (!is_known_type(*type)) {
-    co_return invalid("unknown loop type '" + type->substr(0, 64) + "'",
-                      "loop types: plan, spec, phase, code");
+  if (task.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return invalid(type == "plan" ? "loop.create_plan needs `description`: the change to plan"
+                                  : "loop.create needs `task`: what the loop should do");
   }
-  if (*type != "code") {
-    co_return invalid("a " + *type + " loop is started by a plan, not on its own",
-                      "run a code loop: type \"code\"");
-  }
-  auto task = string_param(params, "task");
-  if (!task) co_return std::move(task).error();
-  if (task->find_first_not_of(" \t\r\n") == std::string::npos) {
-    co_return invalid("loop.create needs `task`: what the loop should do");
-  }
-  if (task->size() > kMaxTaskBytes) co_return invalid("the task is over 256 KiB");
+  if (task.size() > kMaxTaskBytes) return invalid("the task is over 256 KiB");
   auto repo_param = string_param(params, "repo");
-  if (!repo_param) co_return std::move(repo_param).error();
+  if (!repo_param) return std::move(repo_param).error();
   auto repo = real_folder(*repo_param, "repo");
-  if (!repo) co_return std::move(repo).error();
+  if (!repo) return std::move(repo).error();
   auto base = string_param(params, "base");
-  if (!base) co_return std::move(base).error();
+  if (!base) return std::move(base).error();
 
   auto provider_name = string_param(params, "provider", settings.llm.provider);
-  if (!provider_name) co_return std::move(provider_name).error();
-  auto provider_settings = settings.providers.find(*provider_name);
-  if (provider_settings == settings.providers.end()) {
+  if (!provider_name) return std::move(provider_name).error();
+  if (!settings.providers.count(*provider_name)) {
     std::string names;
     for (const auto& [name, p] : settings.providers)
       names += (names.empty() ? "" : ", ") + name;
-    co_return invalid("no provider '" + provider_name->substr(0, 64) + "'",
-                      "providers in loopr.toml: " + names);
+    return invalid("no provider '" + provider_name->substr(0, 64) + "'",
+                   "providers in loopr.toml: " + names);
   }
   auto provider = services_.provider(*provider_name);
-  if (!provider) co_return std::move(provider).error();
+  if (!provider) return std::move(provider).error();
   auto model = string_param(params, "model", (*provider)->model());
-  if (!model) co_return std::move(model).error();
+  if (!model) return std::move(model).error();
 
-  const config::LoopSettings& loop_settings = settings.loops.at(*type);
+  const config::LoopSettings& loop_settings = settings.loops.at(type);
   std::int64_t max_iterations = loop_settings.max_iterations;
   if (auto it = params.find("max_iterations"); it != params.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
         it->get<std::int64_t>() > 10000) {
-      co_return invalid("max_iterations must be a whole number from 1 to 10000");
+      return invalid("max_iterations must be a whole number from 1 to 10000");
     }
     max_iterations = it->get<std::int64_t>();
   }
-  auto validate =
-      string_param(params, "validate",
-                   loop_settings.validation_command.empty() ? settings.commands.validate
-                                                            : loop_settings.validation_command);
-  if (!validate) co_return std::move(validate).error();
-  if (validate->find_first_not_of(" \t\r\n") == std::string::npos) {
-    co_return invalid("no validation command for this loop",
-                      "pass one (looprctl loop run --validate \"make test\"), or set [loops." +
-                          *type + "] validation_command or [commands] validate in loopr.toml");
+  const bool document_loop = type != "code";
+  auto validate = string_param(params, "validate",
+                               loop_settings.validation_command.empty() && !document_loop
+                                   ? settings.commands.validate
+                                   : loop_settings.validation_command);
+  if (!validate) return std::move(validate).error();
+  if (!document_loop && validate->find_first_not_of(" \t\r\n") == std::string::npos) {
+    return invalid("no validation command for this loop",
+                   "pass one (looprctl loop run --validate \"make test\"), or set [loops." + type +
+                       "] validation_command or [commands] validate in loopr.toml");
   }
   auto limits = merge_limits(settings.budgets.loop, params.value("budget", json()));
-  if (!limits) co_return std::move(limits).error();
-  if ((limits->usd || settings.budgets.global.usd) && !settings.prices.count(*model)) {
-    co_return invalid("a USD budget needs the price of model '" + model->substr(0, 100) + "'",
-                      "add [prices.\"" + *model +
-                          "\"] with input_usd_per_mtok and output_usd_per_mtok to loopr.toml, "
-                          "or budget tokens instead");
+  if (!limits) return std::move(limits).error();
+  auto plan_limits = merge_limits(settings.budgets.plan, params.value("plan_budget", json()));
+  if (!plan_limits) return std::move(plan_limits).error();
+  const bool wants_usd =
+      limits->usd || settings.budgets.global.usd || (type == "plan" && plan_limits->usd);
+  if (wants_usd && !settings.prices.count(*model)) {
+    return invalid("a USD budget needs the price of model '" + model->substr(0, 100) + "'",
+                   "add [prices.\"" + *model +
+                       "\"] with input_usd_per_mtok and output_usd_per_mtok to loopr.toml, "
+                       "or budget tokens instead");
   }
-  const std::string folder = settings.worktree_folder();
-  if (folder.empty()) {
-    co_return invalid("loops need a worktree root",
-                      "set [sandbox] worktree_roots in loopr.toml to the folders that hold your "
-                      "repositories");
+  if (settings.worktree_folder().empty()) {
+    return invalid("loops need a worktree root",
+                   "set [sandbox] worktree_roots in loopr.toml to the folders that hold your "
+                   "repositories");
   }
-
-  const std::int64_t seq = next_seq_++;
   LoopSpec spec;
-  spec.id = loop_id_for(*type, seq);
-  spec.type = *type;
-  spec.task = *task;
+  spec.type = type;
+  spec.task = task;
   spec.repo = *repo;
   spec.base = *base;
-  spec.branch = "loop/" + spec.id;
-  spec.worktree = folder + "/" + spec.id;
   spec.provider = *provider_name;
   spec.model = *model;
   spec.validate = *validate;
@@ -237,41 +226,32 @@ asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
   spec.tools = loop_settings.tools;
   spec.max_iterations = max_iterations;
   spec.budget = *limits;
+  if (type == "plan") spec.plan_budget = *plan_limits;
+  return spec;
+}
 
-  const std::string repo_path = spec.repo, path = spec.worktree, branch = spec.branch,
-                    base_rev = spec.base;
-  auto git_work = [=] { return add_worktree(repo_path, path, branch, base_rev); };
-  auto made = co_await offload(git_pool_, git_work);
-  if (!made) co_return std::move(made).error();
-  spec.base_commit = made->base_commit;
-  spec.worktree = made->path;
-
-  store::LoopRow row;
-  row.id = spec.id;
-  row.seq = seq;
-  row.type = spec.type;
-  row.status = "running";
-  row.spec = spec.to_json();
-  row.state = LoopProgress{}.to_json();
-  store::LoopStep created;
-  created.loop_id = spec.id;
-  created.kind = "created";
-  created.data = {{"spec", row.spec}};
-  if (auto stored = services_.store.insert_loop(row, &created); !stored) {
-    const WorktreeInfo info = *made;
-    auto undo = [=] { return remove_worktree(info, true); };
-    co_await offload(git_pool_, undo);
-    co_return std::move(stored).error();
+asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
+  if (stopping_) co_return invalid_state("looprd is shutting down");
+  if (!params.is_object()) co_return invalid("loop.create needs an object of parameters");
+  auto type = string_param(params, "type", "code");
+  if (!type) co_return std::move(type).error();
+  if (!is_known_type(*type)) {
+    co_return invalid("unknown loop type '" + type->substr(0, 64) + "'",
+                      "loop types: plan, spec, phase, code");
   }
-  auto found = services_.store.find_loop(spec.id);
-  if (found && found->has_value()) row = **found;
-  auto run = std::make_shared<LoopRun>(*this, std::move(row), std::move(spec), LoopProgress{});
-  runs_[run->id()] = run;
-  json loop = run->to_json(false);
-  services_.publish("loop.created", {{"loop", loop}});
-  spdlog::info("loop {} created in {} on {}", run->id(), run->spec().worktree, run->spec().branch);
-  launch(run);
-  co_return json{{"loop", loop}};
+  if (*type == "plan") {
+    co_return invalid("a plan is made with loop.create_plan",
+                      "looprctl plan \"DESCRIPTION\" --repo DIR");
+  }
+  if (*type != "code") {
+    co_return invalid("a " + *type + " loop is started by a plan, not on its own",
+                      "run a code loop: type \"code\", or make a plan: looprctl plan");
+  }
+  auto task = string_param(params, "task");
+  if (!task) co_return std::move(task).error();
+  auto spec = spec_from_params(params, *type, *task);
+  if (!spec) co_return std::move(spec).error();
+  co_return co_await start_now_or_queue(std::move(*spec));
 }
 
 Result<json> LoopEngine::list(const json& params) const {
@@ -280,8 +260,8 @@ Result<json> LoopEngine::list(const json& params) const {
   if (!status) return std::move(status).error();
   if (!status->empty() && !parse_loop_status(*status)) {
     return invalid("unknown status '" + status->substr(0, 64) + "'",
-                   "statuses: queued, running, paused, completed, failed, cancelled, "
-                   "budget_exhausted, stuck");
+                   "statuses: queued, running, paused, awaiting_approval, waiting, completed, "
+                   "failed, cancelled, budget_exhausted, stuck, rejected, invalidated, blocked");
   }
   auto type = string_param(filters, "type");
   if (!type) return std::move(type).error();
@@ -389,7 +369,14 @@ Result<json> LoopEngine::cancel(const json& params) {
     return invalid_state("loop " + (*run)->id() + " has ended (" +
                          std::string(to_string((*run)->status())) + ")");
   }
-  (*run)->request_cancel();
+  if ((*run)->running()) {
+    (*run)->request_cancel();
+  } else {
+    // Queued, waiting for its children, or awaiting approval: no run to
+    // tell, so the status changes here.
+    (*run)->set_status(LoopStatus::cancelled, "cancelled by the user");
+  }
+  cancel_subtree((*run)->id(), "cancelled: " + (*run)->id() + " was cancelled by the user");
   return json{{"loop", (*run)->to_json(false)}, {"cancel_requested", true}};
 }
 

@@ -27,7 +27,11 @@
 #include "config/settings.hpp"
 #include "llm/provider.hpp"
 #include "loops/budget.hpp"
+#include "loops/loop_record.hpp"
+#include "loops/loop_status.hpp"
+#include "loops/scheduler.hpp"
 #include "loops/tool_gateway.hpp"
+#include "loops/worktrees.hpp"
 #include "store/store.hpp"
 
 namespace loopr::loops {
@@ -46,6 +50,8 @@ struct LoopEngineServices {
   std::function<void(std::string_view event, nlohmann::json data)> publish;
   // Whether anyone listens for `event` (chat.chunk is skipped otherwise).
   std::function<bool(std::string_view event)> has_subscribers;
+  // The daemon's state folder: artifacts are rendered under <state_dir>/loops/<id>/.
+  std::string state_dir;
 };
 
 class LoopEngine {
@@ -70,6 +76,15 @@ class LoopEngine {
   Result<nlohmann::json> cancel(const nlohmann::json& params);
   asio::awaitable<Result<nlohmann::json>> remove(const nlohmann::json& params);
 
+  // Plans (loops/plan_methods.cpp; docs/control-protocol.md "Plans").
+  asio::awaitable<Result<nlohmann::json>> create_plan(const nlohmann::json& params);
+  Result<nlohmann::json> plan_get(const nlohmann::json& params) const;
+  asio::awaitable<Result<nlohmann::json>> plan_approve(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> plan_reject(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> plan_iterate(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> plan_merge(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> gc(const nlohmann::json& params);
+
   // Everything all loops have spent (the global budget's "used").
   Spend total_spend() const;
   std::size_t loop_count() const { return runs_.size(); }
@@ -78,10 +93,71 @@ class LoopEngine {
   // For LoopRun.
   const LoopEngineServices& services() const { return services_; }
   asio::thread_pool& git_pool() { return git_pool_; }
+  ProviderSlots& provider_slots() { return provider_slots_; }
+  // What a loop becomes when its own work passed validation: a plan waits
+  // for approval, a spec or phase for its children, a code loop completes.
+  LoopStatus status_after_own_work(const LoopSpec& spec) const;
+  // A run's status changed: the tree may have work (loops/loop_tree.cpp).
+  void status_changed(const LoopRun& run);
+  std::vector<std::string> children_ids(const std::string& id) const;
+  // A plan's tree budget (null: the plan has none) and its tree's spend.
+  const config::BudgetLimits* plan_budget(const std::string& plan_id) const;
+  Spend tree_spend(const std::string& plan_id) const;
+  std::string loop_folder(const std::string& id) const;
 
  private:
   Result<std::shared_ptr<LoopRun>> find(const nlohmann::json& params) const;
+  Result<std::shared_ptr<LoopRun>> find_plan(const nlohmann::json& params) const;
   void launch(const std::shared_ptr<LoopRun>& run);
+
+  // ---- the tree (loops/loop_tree.cpp) ----
+  // What a loop.create / loop.create_plan asked for, checked, as a LoopSpec
+  // without id, branch or worktree.
+  Result<LoopSpec> spec_from_params(const nlohmann::json& params, const std::string& type,
+                                    const std::string& task);
+  // Gives a new loop its id (from its parent and type: p3, p3-s1, c4, ...),
+  // branch and worktree path.
+  // `offset`: children of the same parent named before this one and not
+  // stored yet (a batch).
+  void name_new_loop(LoopSpec& spec, const std::string& parent_id, std::int64_t offset = 0);
+  // A new top-level loop: with a free slot its worktree is made and it
+  // starts now (a worktree that cannot be made is the call's error, and
+  // nothing is stored); otherwise it is stored `queued`.
+  asio::awaitable<Result<nlohmann::json>> start_now_or_queue(LoopSpec spec);
+  // Stores new loops under `parent` (null: top level) with `status`, with
+  // the parent's `children` step, in one transaction.
+  Result<std::vector<std::shared_ptr<LoopRun>>> store_new_loops(
+      std::vector<LoopSpec> specs, const std::shared_ptr<LoopRun>& parent, LoopStatus status);
+  // Opens or makes the loop's worktree (from its parent's branch); a
+  // resolver's also gets the conflicting merge started in it.
+  asio::awaitable<Result<WorktreeInfo>> make_worktree(const LoopSpec& spec);
+  bool slot_free_for(const std::string& type) const;
+  // Brings the tree up to date: makes children, merges finished children
+  // into their parents, ends parents, invalidates what an iterate left
+  // behind, and starts queued loops the scheduler allows. One pass at a
+  // time; a request while one runs makes it run again.
+  void request_reconcile();
+  asio::awaitable<void> reconcile_loop();
+  asio::awaitable<bool> reconcile_once();
+  asio::awaitable<bool> reconcile_parent(const std::shared_ptr<LoopRun>& parent);
+  asio::awaitable<bool> merge_child(const std::shared_ptr<LoopRun>& parent,
+                                    const std::shared_ptr<LoopRun>& child);
+  bool make_children(const std::shared_ptr<LoopRun>& parent);
+  std::string unmet_dependency(const LoopRun& run) const;
+  asio::awaitable<void> start_queued(const std::shared_ptr<LoopRun>& run);
+  asio::awaitable<void> stop_and_mark(const std::shared_ptr<LoopRun>& run, LoopStatus status,
+                                      std::string reason);
+  asio::awaitable<void> end_tree(const std::string& plan_id, const std::string& reason);
+  asio::awaitable<void> remove_finished_worktrees(bool everything, bool dry_run,
+                                                  nlohmann::json* removed, nlohmann::json* kept);
+  // Cancels every loop under `id` that has not ended.
+  void cancel_subtree(const std::string& id, const std::string& reason);
+  std::vector<std::shared_ptr<LoopRun>> children_of(const std::string& id,
+                                                    bool current_generation_only) const;
+  std::vector<std::shared_ptr<LoopRun>> descendants_of(const std::string& id) const;
+  std::shared_ptr<LoopRun> run_of(const std::string& id) const;
+  std::string next_child_id(const std::string& parent_id, const std::string& prefix,
+                            std::int64_t offset) const;
 
   LoopEngineServices services_;
   asio::thread_pool git_pool_{1};
@@ -89,6 +165,10 @@ class LoopEngine {
   std::int64_t next_seq_ = 1;
   std::size_t active_ = 0;  // run coroutines not yet finished
   bool stopping_ = false;
+  ProviderSlots provider_slots_;
+  bool reconciling_ = false;
+  bool reconcile_again_ = false;
+  std::size_t starting_ = 0;  // queued loops whose worktree is being made
 };
 
 }  // namespace loopr::loops

@@ -38,7 +38,16 @@ json LoopSpec::to_json() const {
           {"prompt_template", prompt_template},
           {"tools", tools},
           {"max_iterations", max_iterations},
-          {"budget", limits_to_json(budget)}};
+          {"budget", limits_to_json(budget)},
+          {"plan_id", plan_id},
+          {"parent_branch", parent_branch},
+          {"depends_on", depends_on},
+          {"generation", generation},
+          {"input", input},
+          {"role", role},
+          {"merge_child", merge_child},
+          {"plan_budget", limits_to_json(plan_budget)},
+          {"user_branch", user_branch}};
 }
 
 Result<LoopSpec> LoopSpec::from_json(const json& value) {
@@ -64,6 +73,21 @@ Result<LoopSpec> LoopSpec::from_json(const json& value) {
   auto limits = merge_limits(config::BudgetLimits{}, value.value("budget", json::object()));
   if (!limits) return std::move(limits).error();
   spec.budget = *limits;
+  spec.plan_id = text(value, "plan_id");
+  spec.parent_branch = text(value, "parent_branch");
+  if (auto it = value.find("depends_on"); it != value.end() && it->is_array()) {
+    for (const json& id : *it)
+      if (id.is_string()) spec.depends_on.push_back(id.get<std::string>());
+  }
+  spec.generation = integer(value, "generation");
+  spec.input = value.value("input", json());
+  spec.role = text(value, "role");
+  spec.merge_child = text(value, "merge_child");
+  auto plan_limits =
+      merge_limits(config::BudgetLimits{}, value.value("plan_budget", json::object()));
+  if (!plan_limits) return std::move(plan_limits).error();
+  spec.plan_budget = *plan_limits;
+  spec.user_branch = text(value, "user_branch");
   if (spec.id.empty() || spec.worktree.empty()) {
     return make_error(errc::internal, "a stored loop spec has no id or worktree");
   }
@@ -92,7 +116,18 @@ json LoopProgress::to_json() const {
           {"calls_this_iteration", calls_this_iteration},
           {"malformed_in_a_row", malformed_in_a_row},
           {"complete_task_called", complete_task_called},
-          {"complete_summary", complete_summary}};
+          {"complete_summary", complete_summary},
+          {"artifact", artifact},
+          {"artifact_path", artifact_path},
+          {"artifact_iteration", artifact_iteration},
+          {"generation", generation},
+          {"iteration_base", iteration_base},
+          {"merged", merged},
+          {"approved_commit", approved_commit},
+          {"reset_to", reset_to},
+          {"queue_reason", queue_reason},
+          {"finished_at_ms", finished_at_ms},
+          {"worktree_removed", worktree_removed}};
 }
 
 LoopProgress LoopProgress::from_json(const json& value) {
@@ -123,6 +158,17 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.malformed_in_a_row = integer(value, "malformed_in_a_row");
   p.complete_task_called = value.value("complete_task_called", false);
   p.complete_summary = text(value, "complete_summary");
+  p.artifact = value.value("artifact", json());
+  p.artifact_path = text(value, "artifact_path");
+  p.artifact_iteration = integer(value, "artifact_iteration");
+  p.generation = integer(value, "generation");
+  p.iteration_base = integer(value, "iteration_base");
+  p.merged = value.value("merged", json());
+  p.approved_commit = text(value, "approved_commit");
+  p.reset_to = text(value, "reset_to");
+  p.queue_reason = text(value, "queue_reason");
+  p.finished_at_ms = integer(value, "finished_at_ms");
+  p.worktree_removed = value.value("worktree_removed", false);
   return p;
 }
 

@@ -32,6 +32,17 @@ struct LoopSpec {
   std::vector<std::string> tools;
   std::int64_t max_iterations = 1;
   config::BudgetLimits budget;
+  // Plans (docs/control-protocol.md "Plans"); empty outside a plan.
+  std::string plan_id;                  // the root plan ("" for a plan itself)
+  std::string parent_branch;            // branched from this when it starts
+  std::vector<std::string> depends_on;  // loops that must be completed and merged first
+  std::int64_t generation = 0;          // the parent's generation it was made in
+  nlohmann::json input = nullptr;       // its part of the parent's artifact
+  std::string role;                     // "" or "resolver" (merges merge_child)
+  std::string merge_child;              // resolver: the child whose merge conflicted
+  config::BudgetLimits plan_budget;     // a plan: its whole tree's budget
+  std::string user_branch;              // a plan: the repo's branch when it was made
+  std::int64_t seq = 0;                 // creation order: kept in the row, not in this JSON
 
   nlohmann::json to_json() const;
   static Result<LoopSpec> from_json(const nlohmann::json& value);
@@ -62,6 +73,18 @@ struct LoopProgress {
   std::int64_t malformed_in_a_row = 0;
   bool complete_task_called = false;
   std::string complete_summary;
+  // Plans.
+  nlohmann::json artifact = nullptr;  // the last valid artifact (checked JSON)
+  std::string artifact_path;          // its Markdown under the state dir
+  std::int64_t artifact_iteration = 0;
+  std::int64_t generation = 0;      // of its children; plan.iterate adds one
+  std::int64_t iteration_base = 0;  // max_iterations counts from here (plan.iterate)
+  nlohmann::json merged = nullptr;  // {into, commit}: merged into its parent
+  std::string approved_commit;      // a plan: its branch when approved
+  std::string reset_to;             // a plan being iterated: reset its branch here first
+  std::string queue_reason;
+  std::int64_t finished_at_ms = 0;  // its tree finished (for [worktrees] keep_finished_s)
+  bool worktree_removed = false;
 
   nlohmann::json to_json() const;
   static LoopProgress from_json(const nlohmann::json& value);

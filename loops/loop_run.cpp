@@ -1,13 +1,18 @@
 #include "loops/loop_run.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <fstream>
 
+#include "common/private_folder.hpp"
+#include "loops/artifacts.hpp"
 #include "loops/loop_engine.hpp"
+#include "loops/merges.hpp"
 #include "loops/offload.hpp"
 #include "loops/prompts.hpp"
 #include "proto/json_bounded.hpp"
@@ -85,28 +90,41 @@ const config::ModelPrice* LoopRun::price() const {
 }
 
 json LoopRun::to_json(bool detailed) const {
-  json loop = {{"id", spec_.id},
-               {"type", spec_.type},
-               {"status", to_string(status_)},
-               {"status_reason", progress_.status_reason},
-               {"task", spec_.task},
-               {"repo", spec_.repo},
-               {"base_commit", spec_.base_commit},
-               {"branch", spec_.branch},
-               {"worktree", spec_.worktree},
-               {"provider", spec_.provider},
-               {"model", spec_.model},
-               {"parent_id", row_.parent_id.empty() ? json() : json(row_.parent_id)},
-               {"iteration", progress_.iteration},
-               {"max_iterations", spec_.max_iterations},
-               {"validate", spec_.validate},
-               {"usage", progress_.spend.to_json()},
-               {"priced", price() != nullptr},
-               {"last_validation", progress_.last_validation},
-               {"deleted", progress_.deleted},
-               {"created_at_ms", row_.created_at_ms},
-               {"updated_at_ms", row_.updated_at_ms}};
+  json loop = {
+      {"id", spec_.id},
+      {"type", spec_.type},
+      {"status", to_string(status_)},
+      {"status_reason", progress_.status_reason},
+      {"task", spec_.task},
+      {"repo", spec_.repo},
+      {"base_commit", spec_.base_commit},
+      {"branch", spec_.branch},
+      {"worktree", spec_.worktree},
+      {"provider", spec_.provider},
+      {"model", spec_.model},
+      {"parent_id", row_.parent_id.empty() ? json() : json(row_.parent_id)},
+      {"iteration", progress_.iteration},
+      {"max_iterations", spec_.max_iterations},
+      {"validate", spec_.validate},
+      {"usage", progress_.spend.to_json()},
+      {"priced", price() != nullptr},
+      {"last_validation", progress_.last_validation},
+      {"deleted", progress_.deleted},
+      {"created_at_ms", row_.created_at_ms},
+      {"updated_at_ms", row_.updated_at_ms},
+      {"plan_id", spec_.plan_id.empty() ? (spec_.type == "plan" ? json(spec_.id) : json())
+                                        : json(spec_.plan_id)},
+      {"children", engine_.children_ids(spec_.id)},
+      {"depends_on", spec_.depends_on},
+      {"role", spec_.role},
+      {"queue_reason", status_ == LoopStatus::queued ? progress_.queue_reason : ""},
+      {"merged", progress_.merged},
+      {"artifact_kind", progress_.artifact.is_null()
+                            ? json()
+                            : json(std::string(artifact_kind_of(artifact_tool_for(spec_.type))))},
+      {"artifact_path", progress_.artifact_path.empty() ? json() : json(progress_.artifact_path)}};
   if (detailed) {
+    loop["artifact"] = progress_.artifact;
     loop["iterations"] = progress_.iterations;
     loop["budget"] = {{"limits", limits_to_json(spec_.budget)},
                       {"used", progress_.spend.to_json()},
@@ -129,6 +147,7 @@ bool LoopRun::persist(const std::string& kind, json data) {
   tick_wall_clock();
   row_.status = std::string(to_string(status_));
   row_.state = progress_.to_json();
+  row_.spec = spec_dirty_ ? spec_.to_json() : json();
   row_.updated_at_ms = now_ms();
   store::LoopStep step;
   step.loop_id = spec_.id;
@@ -144,6 +163,7 @@ bool LoopRun::persist(const std::string& kind, json data) {
     return false;
   }
   step.id = *stored;
+  spec_dirty_ = false;
   const auto& services = engine_.services();
   services.publish("loop.step", {{"loop_id", spec_.id},
                                  {"step",
@@ -162,7 +182,39 @@ LoopRun::Phase LoopRun::finish(LoopStatus status, std::string reason) {
   progress_.next = NextStep::none;
   persist("status", {{"status", to_string(status)}, {"reason", progress_.status_reason}});
   spdlog::info("loop {} {}: {}", spec_.id, to_string(status), progress_.status_reason);
+  engine_.status_changed(*this);
   return Phase::done;
+}
+
+bool LoopRun::set_status(LoopStatus status, std::string reason) {
+  status_ = status;
+  progress_.status_reason = std::move(reason);
+  if (is_final(status) && progress_.finished_at_ms == 0) progress_.finished_at_ms = now_ms();
+  const bool stored =
+      persist("status", {{"status", to_string(status)}, {"reason", progress_.status_reason}});
+  spdlog::info("loop {} {}: {}", spec_.id, to_string(status), progress_.status_reason);
+  engine_.status_changed(*this);
+  return stored;
+}
+
+void LoopRun::prepare_rerun(const std::string& feedback) {
+  status_ = LoopStatus::running;
+  progress_.status_reason = "iterating on the person's feedback";
+  progress_.next = NextStep::new_iteration;
+  progress_.iteration_base = progress_.iteration;
+  progress_.feedback.clear();
+  progress_.pending_note = "The person reviewed your last " +
+                           std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
+                           " and asks for changes:\n" + feedback + "\nCall " +
+                           std::string(artifact_tool_for(spec_.type)) +
+                           " again with the revised version.";
+  progress_.unchanged = 0;
+  progress_.strikes = 0;
+  stopping_ = false;
+  cancel_requested_ = false;
+  pause_requested_ = false;
+  cancel_token_ = llm::CancelToken{};
+  *abandoned_ = false;
 }
 
 void LoopRun::request_pause() {
@@ -179,6 +231,8 @@ bool LoopRun::request_resume() {
 void LoopRun::request_cancel() {
   if (is_final(status_)) return;
   cancel_requested_ = true;
+  *abandoned_ = true;
+  engine_.provider_slots().wake_all();
   cancel_token_.cancel();
   engine_.services().tools.cancel_calls(spec_.id);
   if (wake_) wake_->cancel();
@@ -186,6 +240,9 @@ void LoopRun::request_cancel() {
 
 void LoopRun::stop() {
   stopping_ = true;
+  *abandoned_ = true;
+  engine_.provider_slots().wake_all();
+  engine_.provider_slots().wake_all();
   cancel_token_.cancel();
   engine_.services().tools.cancel_calls(spec_.id);
   if (wake_) wake_->cancel();
@@ -283,6 +340,23 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
     worktree_ = *opened;
     worktree_open_ = true;
   }
+  if (!progress_.reset_to.empty()) {
+    // plan.iterate: what the children merged into this branch goes (their
+    // branches are kept); done before anything else, and again after a
+    // crash until it is stored as done.
+    const WorktreeInfo info = worktree_;
+    const std::string commit = progress_.reset_to;
+    auto git_work = [=] { return reset_worktree(info, commit); };
+    auto reset = co_await offload(engine_.git_pool(), git_work);
+    if (!reset) {
+      co_return finish(LoopStatus::failed,
+                       "cannot reset its branch for the new iteration: " + reset.error().message);
+    }
+    progress_.reset_to.clear();
+    if (!persist("note", {{"text", "branch reset to " + commit + " for the new iteration"}})) {
+      co_return Phase::done;
+    }
+  }
   if (progress_.iteration == 0) co_return Phase::new_iteration;
   switch (progress_.next) {
     case NextStep::new_iteration:
@@ -359,7 +433,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
 
 asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   const auto& services = engine_.services();
-  if (progress_.iteration >= spec_.max_iterations) {
+  if (progress_.iteration - progress_.iteration_base >= spec_.max_iterations) {
     co_return finish(LoopStatus::failed, "max_iterations: " + std::to_string(spec_.max_iterations) +
                                              " iterations without passing validation");
   }
@@ -384,7 +458,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   inputs.task = spec_.task;
   inputs.iteration = progress_.iteration;
   inputs.max_iterations = spec_.max_iterations;
-  inputs.validation_command = spec_.validate;
+  inputs.validation_command =
+      spec_.validate.empty()
+          ? "loopr checks the " + std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
+                " you record with " + std::string(artifact_tool_for(spec_.type))
+          : spec_.validate;
   inputs.tools = spec_.tools;
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
@@ -426,6 +504,17 @@ std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
   const auto& global = engine_.services().settings.budgets.global;
   call.turns_this_iteration = 0;  // a per-iteration count has no global meaning
   if (auto why = exceeded_by_call(global, engine_.total_spend(), call, "global")) return *why;
+  return plan_budget_exceeded_by_call(call);
+}
+
+std::string LoopRun::plan_budget_exceeded_by_call(const NextCall& call) const {
+  const std::string plan = spec_.type == "plan" ? spec_.id : spec_.plan_id;
+  if (plan.empty()) return {};
+  const config::BudgetLimits* limits = engine_.plan_budget(plan);
+  if (limits == nullptr) return {};
+  if (auto why = exceeded_by_call(*limits, engine_.tree_spend(plan), call, "plan " + plan)) {
+    return *why;
+  }
   return {};
 }
 
@@ -479,8 +568,13 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
                                           {"delay_ms", notice.delay.count()},
                                           {"reason", notice.reason}});
     };
-    auto turn = co_await (*provider)->complete(request, callbacks);
+    request.conversation = spec_.id;
+    auto slot = co_await engine_.provider_slots().acquire(
+        spec_.provider, provider_settings.max_in_flight, abandoned_);
     if (stopping_) co_return Phase::done;
+    if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
+    auto turn = co_await (*provider)->complete(request, callbacks);
+    slot = ProviderSlots::Slot{};
     if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
     if (!turn) {
       const Error& error = turn.error();
@@ -562,6 +656,13 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
             {"output",
              {{"recorded", true},
               {"message", "loopr will now run the validation; the loop completes if it passes"}}}};
+      } else if (call.name == artifact_tool_for(spec_.type)) {
+        outcomes[i] = record_artifact(call.name, args);
+        if (outcomes[i].value("ok", false)) {
+          completes = true;
+        } else {
+          malformed[i] = true;
+        }
       } else {
         outcomes[i] = tool_error(errc::invalid_arguments,
                                  call.name + " is not available in a " + spec_.type + " loop",
@@ -599,6 +700,15 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       finish(LoopStatus::budget_exhausted, *why);
       co_return true;
     }
+    const std::string plan = spec_.type == "plan" ? spec_.id : spec_.plan_id;
+    if (const config::BudgetLimits* limits = plan.empty() ? nullptr : engine_.plan_budget(plan)) {
+      if (auto why =
+              exceeded_by_tool_calls(*limits, engine_.tree_spend(plan),
+                                     static_cast<std::int64_t>(calls.size()), "plan " + plan)) {
+        finish(LoopStatus::budget_exhausted, *why);
+        co_return true;
+      }
+    }
     json started = json::array();
     for (const auto& call : calls)
       started.push_back(tool_call_json(call));
@@ -621,7 +731,11 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   json stored = json::array();
   llm::Message reply{llm::Role::user, {}, {}, {}};
   std::string note;
-  std::string ends_iteration = completes ? "complete_task" : "";
+  std::string ends_iteration = !completes ? ""
+                                          : (progress_.artifact_iteration == progress_.iteration &&
+                                                     !artifact_tool_for(spec_.type).empty()
+                                                 ? std::string(artifact_tool_for(spec_.type))
+                                                 : std::string("complete_task"));
   std::string evidence;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const json& outcome = outcomes[i];
@@ -698,6 +812,64 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   co_return !ends_iteration.empty();
 }
 
+json LoopRun::record_artifact(const std::string& tool, const json& args) {
+  auto checked = check_artifact(tool, args);
+  if (!checked) {
+    return tool_error(checked.error().code, tool + ": " + checked.error().message,
+                      checked.error().hint);
+  }
+  const std::string kind(artifact_kind_of(tool));
+  const std::string folder = engine_.loop_folder(spec_.id);
+  const std::string path = folder + "/" + kind + ".md";
+  if (auto made = make_private_folders(folder); !made) {
+    return tool_error(errc::io, "loopr cannot keep the " + kind + ": " + made.error().message,
+                      "this is loopr's fault, not yours; try again");
+  }
+  {
+    const std::string temporary = path + ".tmp";
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << render_artifact_markdown(kind, *checked, spec_.id);
+    out.close();
+    if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+      return tool_error(errc::io, "loopr cannot write " + path,
+                        "this is loopr's fault, not yours; try again");
+    }
+  }
+  progress_.artifact = *checked;
+  progress_.artifact_path = path;
+  progress_.artifact_iteration = progress_.iteration;
+  if (!persist("artifact", {{"kind", kind}, {"artifact", *checked}, {"path", path}})) {
+    return tool_error(errc::io, "loopr cannot store the " + kind,
+                      "this is loopr's fault, not yours");
+  }
+  engine_.services().publish(
+      "loop.artifact",
+      {{"loop_id", spec_.id}, {"kind", kind}, {"artifact", *checked}, {"path", path}});
+  const std::string next = spec_.type == "plan" ? "it now waits for the person's approval"
+                                                : "loopr will carry it out once its checks pass";
+  return {{"status", "success"},
+          {"ok", true},
+          {"output", {{"recorded", true}, {"message", "the " + kind + " is recorded; " + next}}}};
+}
+
+json LoopRun::artifact_validation() const {
+  const std::string tool(artifact_tool_for(spec_.type));
+  if (progress_.artifact_iteration == progress_.iteration && !progress_.artifact.is_null()) {
+    return {{"ok", true},
+            {"output",
+             {{"exit_code", 0},
+              {"stdout", "loopr: a valid " + std::string(artifact_kind_of(tool)) +
+                             " was recorded in this iteration"}}}};
+  }
+  return {
+      {"ok", true},
+      {"output",
+       {{"exit_code", 1},
+        {"stdout", "loopr: this iteration recorded no " + std::string(artifact_kind_of(tool)) +
+                       ". Call " + tool + " with the whole " + std::string(artifact_kind_of(tool)) +
+                       " as its arguments; the loop is done when it is recorded."}}}};
+}
+
 asio::awaitable<LoopRun::Phase> LoopRun::commit() {
   const WorktreeInfo info = worktree_;
   const std::string message =
@@ -721,12 +893,22 @@ asio::awaitable<LoopRun::Phase> LoopRun::commit() {
 
 asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const auto& services = engine_.services();
-  if (!persist("validation_started", {{"command", spec_.validate}})) co_return Phase::done;
+  const bool document_loop = !artifact_tool_for(spec_.type).empty();
+  const std::string command =
+      spec_.validate.empty() && document_loop
+          ? "(loopr checks the " + std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
+                ")"
+          : spec_.validate;
+  if (!persist("validation_started", {{"command", command}})) co_return Phase::done;
   services.publish(
       "loop.iteration",
       {{"loop_id", spec_.id}, {"iteration", progress_.iteration}, {"phase", "validating"}});
   const auto started = Clock::now();
-  json outcome = co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate);
+  json outcome = artifact_validation();
+  const bool artifact_ok = outcome["output"].value("exit_code", 1) == 0;
+  if (!document_loop || (artifact_ok && !spec_.validate.empty())) {
+    outcome = co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate);
+  }
   if (stopping_) co_return Phase::done;
   if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
   const auto duration =
@@ -785,7 +967,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
     progress_.next_reason = "validation passed in iteration " + std::to_string(progress_.iteration);
     progress_.feedback.clear();
   } else {
-    progress_.feedback = "`" + spec_.validate + "` " +
+    progress_.feedback = "`" + command + "` " +
                          (exit_code.is_number_integer() ? "exited with " + exit_code.dump()
                                                         : std::string("did not run")) +
                          ":\n" + text;
@@ -820,7 +1002,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
           break;
       }
     }
-    if (progress_.next == NextStep::new_iteration && progress_.iteration >= spec_.max_iterations) {
+    if (progress_.next == NextStep::new_iteration &&
+        progress_.iteration - progress_.iteration_base >= spec_.max_iterations) {
       progress_.next = NextStep::max_iterations;
       progress_.next_reason = "max_iterations: " + std::to_string(spec_.max_iterations) +
                               " iterations without passing validation; last output:\n" + text;
@@ -837,7 +1020,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
 LoopRun::Phase LoopRun::decide() {
   switch (progress_.next) {
     case NextStep::complete:
-      return finish(LoopStatus::completed, progress_.next_reason);
+      return finish(engine_.status_after_own_work(spec_), progress_.next_reason);
     case NextStep::max_iterations:
       return finish(LoopStatus::failed, progress_.next_reason);
     case NextStep::stuck:
@@ -847,7 +1030,7 @@ LoopRun::Phase LoopRun::decide() {
     case NextStep::none:
       break;
   }
-  if (progress_.iteration >= spec_.max_iterations) {
+  if (progress_.iteration - progress_.iteration_base >= spec_.max_iterations) {
     return finish(LoopStatus::failed, "max_iterations: " + std::to_string(spec_.max_iterations) +
                                           " iterations without passing validation");
   }

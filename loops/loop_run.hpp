@@ -30,6 +30,7 @@
 
 #include "llm/cancel_token.hpp"
 #include "llm/conversation.hpp"
+#include "loops/budget.hpp"
 #include "loops/loop_health.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
@@ -64,6 +65,25 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void stop();
   Result<void> mark_deleted();
 
+  // For the engine's tree work (loops/loop_tree.cpp), never while run() is
+  // running: change progress through progress_for_update(), then record()
+  // stores it with a journal step (false: the store refused; the change is
+  // still in memory, so the caller stops). set_status() does both for a
+  // status change and announces it.
+  LoopProgress& progress_for_update() { return progress_; }
+  LoopSpec& spec_for_update() {
+    spec_dirty_ = true;
+    return spec_;
+  }
+  bool record(const std::string& kind, nlohmann::json data) {
+    return persist(kind, std::move(data));
+  }
+  bool set_status(LoopStatus status, std::string reason);
+  const std::string& parent_id() const { return row_.parent_id; }
+  std::int64_t created_at_ms() const { return row_.created_at_ms; }
+  // plan.iterate: one more iteration with `feedback`, from a fresh context.
+  void prepare_rerun(const std::string& feedback);
+
  private:
   enum class Phase { new_iteration, model, commit, validate, decide, done };
 
@@ -77,6 +97,13 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   Phase decide();
   // Waits while paused; false when the run must end (cancel or stop).
   asio::awaitable<bool> pause_point();
+
+  // A valid artifact tool call: stores the artifact (journal step, Markdown
+  // under the state dir, loop.artifact event). Returns the tool's outcome.
+  nlohmann::json record_artifact(const std::string& tool, const nlohmann::json& args);
+  // Document loops without a validation command: the artifact is the check.
+  nlohmann::json artifact_validation() const;
+  std::string plan_budget_exceeded_by_call(const NextCall& call) const;
 
   // Appends a journal step with the loop's progress and status; emits
   // loop.step and loop.updated. False (and the run ends) when the store
@@ -115,7 +142,9 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   bool pause_requested_ = false;
   bool cancel_requested_ = false;
   bool stopping_ = false;
-  std::unique_ptr<asio::steady_timer> wake_;  // pause waits on it
+  bool spec_dirty_ = false;  // the next persist() writes the spec too
+  std::shared_ptr<bool> abandoned_ = std::make_shared<bool>(false);  // for provider slots
+  std::unique_ptr<asio::steady_timer> wake_;                         // pause waits on it
   std::chrono::steady_clock::time_point last_tick_;
 };
 

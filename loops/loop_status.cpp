@@ -6,7 +6,7 @@
 namespace loopr::loops {
 namespace {
 
-constexpr std::array<std::pair<LoopStatus, std::string_view>, 8> kNames = {{
+constexpr std::array<std::pair<LoopStatus, std::string_view>, 13> kNames = {{
     {LoopStatus::queued, "queued"},
     {LoopStatus::running, "running"},
     {LoopStatus::paused, "paused"},
@@ -15,6 +15,11 @@ constexpr std::array<std::pair<LoopStatus, std::string_view>, 8> kNames = {{
     {LoopStatus::cancelled, "cancelled"},
     {LoopStatus::budget_exhausted, "budget_exhausted"},
     {LoopStatus::stuck, "stuck"},
+    {LoopStatus::awaiting_approval, "awaiting_approval"},
+    {LoopStatus::waiting, "waiting"},
+    {LoopStatus::rejected, "rejected"},
+    {LoopStatus::invalidated, "invalidated"},
+    {LoopStatus::blocked, "blocked"},
 }};
 
 }  // namespace
@@ -33,7 +38,12 @@ std::optional<LoopStatus> parse_loop_status(std::string_view text) {
 
 bool is_final(LoopStatus status) {
   return status != LoopStatus::queued && status != LoopStatus::running &&
-         status != LoopStatus::paused;
+         status != LoopStatus::paused && status != LoopStatus::awaiting_approval &&
+         status != LoopStatus::waiting;
+}
+
+bool runs_model(LoopStatus status) {
+  return status == LoopStatus::running || status == LoopStatus::paused;
 }
 
 }  // namespace loopr::loops

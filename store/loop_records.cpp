@@ -100,7 +100,9 @@ void Store::prepare_loop_statements(State& state) {
               "INSERT INTO loops (id, seq, type, parent_id, status, spec, state, created_at_ms, "
               "updated_at_ms) VALUES (?1, ?2, ?3, NULLIF(?4, ''), ?5, ?6, ?7, ?8, ?9)");
   state.update_loop = prepare(
-      db, path, "UPDATE loops SET status = ?2, state = ?3, updated_at_ms = ?4 WHERE id = ?1");
+      db, path,
+      "UPDATE loops SET status = ?2, state = ?3, updated_at_ms = ?4, spec = coalesce(?5, spec) "
+      "WHERE id = ?1");
   state.select_loops =
       prepare(db, path, (std::string("SELECT ") + kColumns + " FROM loops ORDER BY seq").c_str());
   state.select_loop =
@@ -150,6 +152,15 @@ Result<void> write_update(sqlite3* db, sqlite3_stmt* update, const LoopRow& row)
   if (rc == SQLITE_OK) {
     rc = sqlite3_bind_int64(update, 4, row.updated_at_ms != 0 ? row.updated_at_ms : now_unix_ms());
   }
+  std::string spec_text;
+  if (rc == SQLITE_OK && !row.spec.is_null()) {
+    auto spec = document(row.spec, "spec");
+    if (!spec) return std::move(spec).error();
+    spec_text = std::move(*spec);
+    rc = bind_text(update, 5, spec_text);
+  } else if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_null(update, 5);
+  }
   if (rc != SQLITE_OK) return store_error(db, rc, "binding a loop update");
   rc = sqlite3_step(update);
   if (rc != SQLITE_DONE) return store_error(db, rc, "updating a loop");
@@ -161,46 +172,74 @@ Result<void> write_update(sqlite3* db, sqlite3_stmt* update, const LoopRow& row)
 
 }  // namespace
 
-Result<void> Store::insert_loop(const LoopRow& row, const LoopStep* first_step) {
+namespace {
+
+Result<void> insert_row(sqlite3* db, sqlite3_stmt* insert, const LoopRow& row) {
   if (auto ok = check_row(row); !ok) return ok;
   auto spec = document(row.spec, "spec");
   if (!spec) return std::move(spec).error();
   auto loop_state = document(row.state, "state");
   if (!loop_state) return std::move(loop_state).error();
+  const std::int64_t now = now_unix_ms();
+  int rc = bind_text(insert, 1, row.id);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, 2, row.seq);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 3, row.type);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 4, row.parent_id);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 5, row.status);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 6, *spec);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 7, *loop_state);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_int64(insert, 8, row.created_at_ms ? row.created_at_ms : now);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_int64(insert, 9, row.updated_at_ms ? row.updated_at_ms : now);
+  if (rc != SQLITE_OK) return store_error(db, rc, "binding a new loop");
+  rc = sqlite3_step(insert);
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+    return make_error(errc::invalid_arguments, "store: a loop '" + row.id + "' already exists");
+  }
+  if (rc != SQLITE_DONE) return store_error(db, rc, "inserting a loop");
+  return {};
+}
+
+}  // namespace
+
+Result<void> Store::insert_loop(const LoopRow& row, const LoopStep* first_step) {
+  std::vector<NewLoop> one{{row, first_step ? std::optional<LoopStep>(*first_step) : std::nullopt}};
+  return insert_loops(one, nullptr, nullptr);
+}
+
+Result<void> Store::insert_loops(const std::vector<NewLoop>& loops, const LoopStep* parent_step,
+                                 const LoopRow* parent_row) {
+  if (parent_row != nullptr) {
+    if (auto ok = check_row(*parent_row); !ok) return ok;
+  }
   sqlite3* db = state_->db.get();
   Transaction transaction(db);
   if (transaction.begun() != SQLITE_OK) {
     return store_error(db, transaction.begun(), "beginning a transaction");
   }
-  {
-    const StatementUse use(state_->insert_loop);
-    sqlite3_stmt* insert = use.get();
-    const std::int64_t now = now_unix_ms();
-    int rc = bind_text(insert, 1, row.id);
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, 2, row.seq);
-    if (rc == SQLITE_OK) rc = bind_text(insert, 3, row.type);
-    if (rc == SQLITE_OK) rc = bind_text(insert, 4, row.parent_id);
-    if (rc == SQLITE_OK) rc = bind_text(insert, 5, row.status);
-    if (rc == SQLITE_OK) rc = bind_text(insert, 6, *spec);
-    if (rc == SQLITE_OK) rc = bind_text(insert, 7, *loop_state);
-    if (rc == SQLITE_OK)
-      rc = sqlite3_bind_int64(insert, 8, row.created_at_ms ? row.created_at_ms : now);
-    if (rc == SQLITE_OK)
-      rc = sqlite3_bind_int64(insert, 9, row.updated_at_ms ? row.updated_at_ms : now);
-    if (rc != SQLITE_OK) return store_error(db, rc, "binding a new loop");
-    rc = sqlite3_step(insert);
-    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-      return make_error(errc::invalid_arguments, "store: a loop '" + row.id + "' already exists");
+  for (const NewLoop& loop : loops) {
+    {
+      const StatementUse use(state_->insert_loop);
+      if (auto ok = insert_row(db, use.get(), loop.row); !ok) return ok;
     }
-    if (rc != SQLITE_DONE) return store_error(db, rc, "inserting a loop");
+    if (loop.first_step) {
+      const StatementUse use(state_->insert_loop_step);
+      auto id = insert_step(db, use.get(), *loop.first_step);
+      if (!id) return std::move(id).error();
+    }
   }
-  if (first_step != nullptr) {
+  if (parent_step != nullptr) {
     const StatementUse use(state_->insert_loop_step);
-    auto id = insert_step(db, use.get(), *first_step);
+    auto id = insert_step(db, use.get(), *parent_step);
     if (!id) return std::move(id).error();
   }
+  if (parent_row != nullptr) {
+    const StatementUse use(state_->update_loop);
+    if (auto ok = write_update(db, use.get(), *parent_row); !ok) return ok;
+  }
   if (const int rc = transaction.commit(); rc != SQLITE_OK) {
-    return store_error(db, rc, "committing a new loop");
+    return store_error(db, rc, "committing new loops");
   }
   return {};
 }

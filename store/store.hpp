@@ -156,11 +156,21 @@ class Store {
   // Inserts a new loop and, in the same transaction, its first journal step
   // (when `first_step` is given). A duplicate id is errc::invalid_arguments.
   Result<void> insert_loop(const LoopRow& row, const LoopStep* first_step = nullptr);
+  // Inserts several loops (each with its optional first step) and, when
+  // given, appends `parent_step` and writes `parent_row`'s status and state —
+  // all in one transaction: a plan's children appear together or not at all.
+  struct NewLoop {
+    LoopRow row;
+    std::optional<LoopStep> first_step;
+  };
+  Result<void> insert_loops(const std::vector<NewLoop>& loops, const LoopStep* parent_step,
+                            const LoopRow* parent_row);
   // Appends `step` to its loop's journal and, in the same transaction, sets
   // the loop's status and state (when `row` is given): either both are
   // durable or neither. Returns the step's id.
   Result<std::int64_t> append_loop_step(const LoopStep& step, const LoopRow* row = nullptr);
-  // Sets status, state and updated_at_ms of an existing loop.
+  // Sets status, state and updated_at_ms of an existing loop (and its spec,
+  // when row.spec is not null; append_loop_step's row likewise).
   Result<void> update_loop(const LoopRow& row);
   Result<std::optional<LoopRow>> find_loop(const std::string& id) const;
   // Every loop, oldest first.

@@ -19,4 +19,8 @@ if(TARGET loopr_daemon)
                  loop_fixture.cpp)
   target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(loop_integration_test looprd loopr-runner loopr-tool)
+  # Plans end to end: the whole tree, merges, the gate, crashes.
+  loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp)
+  target_link_libraries(plan_integration_test PRIVATE loopr_daemon_harness loopr_store)
+  add_dependencies(plan_integration_test looprd loopr-runner loopr-tool)
 endif()

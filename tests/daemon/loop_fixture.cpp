@@ -179,7 +179,8 @@ std::string scripted_toml(const std::vector<ScriptedProviderEntry>& providers) {
 
 bool is_final_status(const std::string& status) {
   return status == "completed" || status == "failed" || status == "cancelled" ||
-         status == "budget_exhausted" || status == "stuck";
+         status == "budget_exhausted" || status == "stuck" || status == "rejected" ||
+         status == "invalidated" || status == "blocked";
 }
 
 json create_loop(const DaemonHarness& daemon, const std::string& repo, json params) {
@@ -199,6 +200,12 @@ json get_loop(const DaemonHarness& daemon, const std::string& id) {
 
 json wait_final(const DaemonHarness& daemon, const std::string& id,
                 std::chrono::milliseconds wait) {
+  return wait_status(daemon, id, is_final_status, wait);
+}
+
+json wait_status(const DaemonHarness& daemon, const std::string& id,
+                 const std::function<bool(const std::string&)>& reached,
+                 std::chrono::milliseconds wait) {
   const auto deadline = Clock::now() + wait;
   EventLog events(daemon, {"loop.updated"}, id);
   // Subscribed first, then asked: an end before the subscription shows here,
@@ -208,19 +215,19 @@ json wait_final(const DaemonHarness& daemon, const std::string& id,
     ADD_FAILURE() << "loop.get " << id << ": " << current.error().message;
     return json::object();
   }
-  while (!is_final_status((*current)["loop"].value("status", ""))) {
+  while (!reached((*current)["loop"].value("status", ""))) {
     // The event is the signal; a loop.get every second is only a fallback
     // against an event lost in transit.
     const auto slice = std::min(left_until(deadline), std::chrono::milliseconds(1000));
     if (slice.count() == 0) {
-      ADD_FAILURE() << "loop " << id << " did not end within " << wait.count() << " ms; it is "
-                    << (*current)["loop"].dump() << "\nlooprd log:\n"
+      ADD_FAILURE() << "loop " << id << " did not get there within " << wait.count()
+                    << " ms; it is " << (*current)["loop"].dump() << "\nlooprd log:\n"
                     << daemon.log();
       return (*current)["loop"];
     }
     events.wait_for(
         [&](const proto::Event& event) {
-          return is_final_status(event.data.value("loop", json::object()).value("status", ""));
+          return reached(event.data.value("loop", json::object()).value("status", ""));
         },
         slice, events.events().size());
     current = events.client().call("loop.get", {{"id", id}});

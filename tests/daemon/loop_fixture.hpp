@@ -104,6 +104,10 @@ nlohmann::json get_loop(const DaemonHarness& daemon, const std::string& id);
 // returns loop.get's <loop>; the test fails after `wait`.
 nlohmann::json wait_final(const DaemonHarness& daemon, const std::string& id,
                           std::chrono::milliseconds wait = std::chrono::seconds(30));
+// The same until `reached(status)` holds (e.g. awaiting_approval).
+nlohmann::json wait_status(const DaemonHarness& daemon, const std::string& id,
+                           const std::function<bool(const std::string&)>& reached,
+                           std::chrono::milliseconds wait = std::chrono::seconds(30));
 // Every step of the journal, read in pages of `page` with `after`.
 std::vector<nlohmann::json> read_transcript(const DaemonHarness& daemon, const std::string& id,
                                             int page = 25);

@@ -1,0 +1,244 @@
+// The plan.* control methods and loop.gc (docs/control-protocol.md
+// "Plans"): the plan gate (approve, reject, iterate), the plan and its tree
+// as one answer, bringing a finished plan into the user's branch, and
+// removing worktrees no longer needed. The tree's own work is in
+// loops/loop_tree.cpp.
+#include <spdlog/spdlog.h>
+
+#include <asio/co_spawn.hpp>
+#include <fstream>
+
+#include "loops/artifacts.hpp"
+#include "loops/loop_engine.hpp"
+#include "loops/loop_run.hpp"
+#include "loops/merges.hpp"
+#include "loops/offload.hpp"
+#include "proto/control_messages.hpp"
+
+namespace loopr::loops {
+namespace {
+
+using nlohmann::json;
+
+Error invalid(std::string message, std::string hint = {}) {
+  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
+}
+
+Error invalid_state(std::string message, std::string hint = {}) {
+  Error error = make_error("invalid_state", std::move(message), std::move(hint));
+  error.details = {{"rpc_code", static_cast<int>(proto::ControlErrorCode::invalid_state)}};
+  return error;
+}
+
+std::string text_param(const json& params, const char* key) {
+  auto it = params.find(key);
+  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool blank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+// The branch `repo`'s HEAD is on ("" when detached or unreadable). Read from
+// the file rather than by running git: nothing here may run a program.
+std::string current_branch(const std::string& repo) {
+  std::ifstream in(repo + "/.git/HEAD");
+  std::string line;
+  if (!std::getline(in, line)) return {};
+  const std::string prefix = "ref: refs/heads/";
+  if (line.rfind(prefix, 0) != 0) return {};
+  return line.substr(prefix.size());
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const json& params) const {
+  auto run = find(params);
+  if (!run) return run;
+  if ((*run)->spec().type != "plan") {
+    return invalid("loop " + (*run)->id() + " is a " + (*run)->spec().type + " loop, not a plan",
+                   "plan ids start with p (see looprctl loops --tree)");
+  }
+  return run;
+}
+
+asio::awaitable<Result<json>> LoopEngine::create_plan(const json& params) {
+  if (stopping_) co_return invalid_state("looprd is shutting down");
+  if (!params.is_object()) co_return invalid("loop.create_plan needs an object of parameters");
+  auto it = params.find("description");
+  if (it != params.end() && !it->is_string()) co_return invalid("description must be a string");
+  const std::string description = text_param(params, "description");
+  auto spec = spec_from_params(params, "plan", description);
+  if (!spec) co_return std::move(spec).error();
+  spec->user_branch = current_branch(spec->repo);
+  co_return co_await start_now_or_queue(std::move(*spec));
+}
+
+Result<json> LoopEngine::plan_get(const json& params) const {
+  auto found = find_plan(params);
+  if (!found) return std::move(found).error();
+  const auto& plan = *found;
+  json tree = json::array();
+  for (const auto& run : descendants_of(plan->id()))
+    tree.push_back(run->to_json(false));
+  const json& artifact = plan->progress().artifact;
+  const Spend used = tree_spend(plan->id());
+  return json{
+      {"plan", plan->to_json(true)},
+      {"artifact", artifact},
+      {"markdown",
+       artifact.is_null() ? json() : json(render_artifact_markdown("plan", artifact, plan->id()))},
+      {"markdown_path", plan->progress().artifact_path},
+      {"tree", std::move(tree)},
+      {"plan_budget",
+       {{"limits", limits_to_json(plan->spec().plan_budget)},
+        {"used", used.to_json()},
+        {"left", left_to_json(plan->spec().plan_budget, used)}}}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
+  auto found = find_plan(params);
+  if (!found) co_return std::move(found).error();
+  std::shared_ptr<LoopRun> plan = *found;
+  if (plan->status() != LoopStatus::awaiting_approval) {
+    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
+                            ", not awaiting approval");
+  }
+  const LoopSpec spec = plan->spec();
+  auto git_work = [=]() -> Result<std::string> {
+    auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
+    if (!info) return std::move(info).error();
+    return head_commit(*info);
+  };
+  auto head = co_await offload(git_pool_, git_work);
+  if (!head) co_return std::move(head).error();
+  if (plan->status() != LoopStatus::awaiting_approval) {
+    co_return invalid_state("plan " + plan->id() + " changed while it was being approved");
+  }
+  plan->progress_for_update().approved_commit = *head;
+  if (!plan->record("approval", {{"decision", "approved"}, {"commit", *head}})) {
+    co_return make_error(errc::io, "the store refused the approval; nothing changed");
+  }
+  const std::size_t specs = plan->progress().artifact.value("specs", json::array()).size();
+  plan->set_status(LoopStatus::waiting,
+                   "approved: carrying out " + std::to_string(specs) + " specs");
+  services_.publish("plan.approved", {{"plan", plan->to_json(false)}});
+  co_return json{{"plan", plan->to_json(false)}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
+  auto found = find_plan(params);
+  if (!found) co_return std::move(found).error();
+  std::shared_ptr<LoopRun> plan = *found;
+  if (plan->status() != LoopStatus::awaiting_approval) {
+    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
+                            ", not awaiting approval");
+  }
+  std::string reason = text_param(params, "reason");
+  if (blank(reason)) reason = "rejected by the person";
+  if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");
+  if (!plan->record("approval", {{"decision", "rejected"}, {"reason", reason}})) {
+    co_return make_error(errc::io, "the store refused the rejection; nothing changed");
+  }
+  plan->progress_for_update().finished_at_ms = 0;
+  plan->set_status(LoopStatus::rejected, reason);
+  services_.publish("plan.rejected", {{"plan", plan->to_json(false)}});
+  co_return json{{"plan", plan->to_json(false)}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
+  auto found = find_plan(params);
+  if (!found) co_return std::move(found).error();
+  std::shared_ptr<LoopRun> plan = *found;
+  const std::string feedback = text_param(params, "feedback");
+  if (blank(feedback)) {
+    co_return invalid("plan.iterate needs `feedback`: what the plan should change");
+  }
+  if (feedback.size() > 64 * 1024) co_return invalid("the feedback is over 64 KiB");
+  const LoopStatus status = plan->status();
+  if (status != LoopStatus::awaiting_approval && status != LoopStatus::waiting &&
+      status != LoopStatus::blocked && status != LoopStatus::failed) {
+    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(status)) +
+                                "; only a plan awaiting approval, being carried out, blocked or "
+                                "failed can be iterated",
+                            status == LoopStatus::running ? "wait until it shows its plan"
+                                                          : "make a new plan: looprctl plan");
+  }
+  if (plan->running()) co_return invalid_state("plan " + plan->id() + " is still running");
+  // First the plan's own record (a new generation of children, the branch
+  // to go back to, a new iteration): after a crash from here on, the tree
+  // finds its old children stale and invalidates them.
+  std::vector<std::string> invalidated;
+  for (const auto& run : descendants_of(plan->id()))
+    if (run->status() != LoopStatus::invalidated) invalidated.push_back(run->id());
+  LoopProgress& progress = plan->progress_for_update();
+  progress.generation += 1;
+  progress.reset_to = progress.approved_commit;
+  progress.approved_commit.clear();
+  progress.finished_at_ms = 0;
+  plan->prepare_rerun(feedback);
+  if (!plan->record("approval", {{"decision", "iterate"},
+                                 {"feedback", feedback},
+                                 {"invalidated", invalidated},
+                                 {"generation", progress.generation}})) {
+    co_return make_error(errc::io, "the store refused the iteration");
+  }
+  for (const auto& run : descendants_of(plan->id())) {
+    if (run->status() == LoopStatus::invalidated) continue;
+    co_await stop_and_mark(run, LoopStatus::invalidated,
+                           "invalidated: plan " + plan->id() + " is being iterated");
+  }
+  services_.publish(
+      "plan.iterating",
+      {{"plan", plan->to_json(false)}, {"feedback", feedback}, {"invalidated", invalidated}});
+  services_.publish("loop.updated", {{"loop", plan->to_json(false)}});
+  launch(plan);
+  co_return json{{"plan", plan->to_json(false)}, {"invalidated", invalidated}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::plan_merge(const json& params) {
+  auto found = find_plan(params);
+  if (!found) co_return std::move(found).error();
+  std::shared_ptr<LoopRun> plan = *found;
+  if (plan->status() != LoopStatus::completed) {
+    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
+                                "; only a completed plan is merged",
+                            "see where it stands: looprctl plan show " + plan->id());
+  }
+  auto into_param = params.find("into");
+  if (into_param != params.end() && !into_param->is_null() && !into_param->is_string()) {
+    co_return invalid("into must be a branch name");
+  }
+  std::string into = text_param(params, "into");
+  if (into.empty()) into = plan->spec().user_branch;
+  if (into.empty()) {
+    co_return invalid("the repository was on no branch when the plan was made",
+                      "name the branch: looprctl plan merge " + plan->id() + " --into BRANCH");
+  }
+  const LoopSpec spec = plan->spec();
+  std::string title = plan->progress().artifact.value("title", std::string());
+  const std::string message = "loopr: plan " + spec.id + (title.empty() ? "" : ": " + title);
+  const std::string scratch = services_.settings.worktree_folder() + "/.merge-" + spec.id;
+  auto git_work = [=] { return merge_into_branch(spec.repo, spec.branch, into, message, scratch); };
+  auto merged = co_await offload(git_pool_, git_work);
+  if (!merged) co_return std::move(merged).error();
+  plan->record(
+      "merged_into_user_branch",
+      {{"into", into}, {"commit", merged->commit}, {"fast_forward", merged->fast_forward}});
+  spdlog::info("plan {} merged into {} at {}", spec.id, into, merged->commit);
+  co_return json{{"plan_id", spec.id},
+                 {"into", into},
+                 {"commit", merged->commit},
+                 {"fast_forward", merged->fast_forward},
+                 {"already_merged", merged->already_merged}};
+}
+
+asio::awaitable<Result<json>> LoopEngine::gc(const json& params) {
+  const bool dry_run = params.is_object() && params.value("dry_run", false);
+  json removed = json::array();
+  json kept = json::array();
+  co_await remove_finished_worktrees(true, dry_run, &removed, &kept);
+  co_return json{{"removed_worktrees", removed}, {"kept", kept}, {"dry_run", dry_run}};
+}
+
+}  // namespace loopr::loops
