@@ -115,13 +115,15 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
   if (plan->status() != LoopStatus::awaiting_approval) {
     co_return invalid_state("plan " + plan->id() + " changed while it was being approved");
   }
+  // The status first, then the approval's record: nobody following the
+  // plan sees it awaiting approval again after this call.
   plan->progress_for_update().approved_commit = *head;
-  if (!plan->record("approval", {{"decision", "approved"}, {"commit", *head}})) {
-    co_return make_error(errc::io, "the store refused the approval; nothing changed");
-  }
   const std::size_t specs = plan->progress().artifact.value("specs", json::array()).size();
-  plan->set_status(LoopStatus::waiting,
-                   "approved: carrying out " + std::to_string(specs) + " specs");
+  if (!plan->set_status(LoopStatus::waiting,
+                        "approved: carrying out " + std::to_string(specs) + " specs")) {
+    co_return make_error(errc::io, "the store refused the approval");
+  }
+  plan->record("approval", {{"decision", "approved"}, {"commit", *head}});
   services_.publish("plan.approved", {{"plan", plan->to_json(false)}});
   co_return json{{"plan", plan->to_json(false)}};
 }
@@ -137,11 +139,10 @@ asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
   std::string reason = text_param(params, "reason");
   if (blank(reason)) reason = "rejected by the person";
   if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");
-  if (!plan->record("approval", {{"decision", "rejected"}, {"reason", reason}})) {
-    co_return make_error(errc::io, "the store refused the rejection; nothing changed");
+  if (!plan->set_status(LoopStatus::rejected, reason)) {
+    co_return make_error(errc::io, "the store refused the rejection");
   }
-  plan->progress_for_update().finished_at_ms = 0;
-  plan->set_status(LoopStatus::rejected, reason);
+  plan->record("approval", {{"decision", "rejected"}, {"reason", reason}});
   services_.publish("plan.rejected", {{"plan", plan->to_json(false)}});
   co_return json{{"plan", plan->to_json(false)}};
 }

@@ -8,7 +8,13 @@
 # examples/demo-loop/session.jsonl) on a sample repository whose test fails:
 # the model reads and edits, the daemon's validation fails, the next
 # iteration fixes it, validation passes; it shows the loop's branch, its
-# diff, its tokens and cost, exports the session, and stops the daemon.
+# diff, its tokens and cost, exports the session. Then a whole plan
+# (examples/demo-plan/session.jsonl): the plan loop breaks a change into two
+# specs (the second depends on the first), the plan is shown and approved
+# from the command line, and loopr carries it out through specs, phases and
+# code loops, each in its own worktree, merged up into the plan's branch;
+# the tree, the branch's log and diff are shown, the plan is merged into
+# main, and the daemon stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -40,6 +46,13 @@ test = "sh test.sh"
 [providers.demo]
 kind = "scripted"
 script = "$PWD/examples/demo-loop/session.jsonl"
+model = "claude-sonnet-4-5"
+
+# The demo plan's recorded session: one file for the whole tree, each line
+# keyed by the loop it answers.
+[providers.demo-plan]
+kind = "scripted"
+script = "$PWD/examples/demo-plan/session.jsonl"
 model = "claude-sonnet-4-5"
 
 [llm]
@@ -132,6 +145,30 @@ git -C "$calc" log --oneline main
 echo "-- the session, exported in the scripted provider's format (replayable offline):"
 ctl loop export "$loop_id" > "$base/session-export.jsonl"
 wc -l < "$base/session-export.jsonl"
+
+step "a plan: a change broken into specs, approved, carried out, merged up into one branch"
+planned=$base/work/calc-plan
+cp -r examples/demo-loop/repo "$planned"
+# This copy starts with add fixed (as the code loop above fixed it on its branch).
+sed -i 's/add) echo \$((a - b))/add) echo $((a + b))/' "$planned/calc.sh"
+git -C "$planned" init -q -b main
+git -C "$planned" add -A
+git -C "$planned" -c user.name=demo -c user.email=demo@localhost commit -q -m "calc: add and mul"
+show ctl plan --provider demo-plan --repo "$planned" \
+  "Add a sub operation to calc.sh with its tests, then document every operation."
+plan_id=$(ctl --json loops --type plan | grep -o '"id": *"p[0-9]*"' | grep -o 'p[0-9]*' | tail -n 1)
+show ctl plan approve "$plan_id" --follow
+show ctl loops --tree
+
+step "the plan's branch holds the whole result"
+git -C "$planned" log --oneline --graph "loop/$plan_id" | head -n 40
+git -C "$planned" diff --stat "main..loop/$plan_id"
+git -C "$planned" diff "main..loop/$plan_id" -- calc.sh
+echo "-- nothing touched main until now:"
+git -C "$planned" log --oneline main
+show ctl plan merge "$plan_id"
+git -C "$planned" log --oneline -n 3 main
+(cd "$planned" && sh tests/sub.sh && sh examples.sh)
 
 step "metrics"
 ctl metrics
