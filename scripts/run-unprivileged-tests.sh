@@ -7,7 +7,8 @@
 #
 # Usage (as root): scripts/run-unprivileged-tests.sh [BUILD_DIR] [gtest args...]
 #   BUILD_DIR defaults to build; the binaries must be built already
-#   (runner_test daemon_integration_test loop_integration_test loop_provider_test looprd
+#   (runner_test daemon_integration_test loop_integration_test loop_provider_test
+#   plan_integration_test looprd
 #   loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
@@ -22,7 +23,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [ $# -gt 0 ] && shift
 user=${LOOPR_TEST_USER:-loopr-unpriv}
-binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test looprd
+binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
+  plan_integration_test looprd
   loopr-runner loopr-tool loopr-fetch loopr-attack-probe)
 
 fail() {
@@ -86,4 +88,8 @@ as_user "$work/bin/loop_integration_test" "$@" || status=1
 # attacks (SECURITY classes 26, 27), as the user.
 echo "== loop_provider_test as $user (uid $uid)"
 as_user "$work/bin/loop_provider_test" "$@" || status=1
+# Plans as the user: whole trees, merges between the loops' branches, the
+# gate, and SIGKILL of looprd in the middle of a tree.
+echo "== plan_integration_test as $user (uid $uid)"
+as_user "$work/bin/plan_integration_test" "$@" || status=1
 exit "$status"
