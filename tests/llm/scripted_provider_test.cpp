@@ -94,6 +94,32 @@ TEST_F(ScriptedProviderTest, AnswersTurnNumberSequence) {
   EXPECT_EQ(*again, *first);
 }
 
+TEST_F(ScriptedProviderTest, LinesKeyedByLoopAnswerThatLoopAndTheRestAnswerOthers) {
+  auto provider = open(R"({"text":"shared 0"})"
+                       "\n"
+                       R"({"text":"p1 turn 0","loop":"p1"})"
+                       "\n"
+                       R"({"text":"p1-s1 turn 0","loop":"p1-s1"})"
+                       "\n"
+                       R"({"text":"p1 turn 1","loop":"p1"})"
+                       "\n");
+  ASSERT_TRUE(provider);
+  auto ask = [&](const std::string& loop, std::uint64_t sequence) {
+    ModelRequest request = request_number(sequence);
+    request.conversation = loop;
+    auto turn = run_complete(*provider, request, {}, io_);
+    return turn ? turn->text : "error: " + turn.error().message;
+  };
+  EXPECT_EQ(ask("p1", 0), "p1 turn 0");
+  EXPECT_EQ(ask("p1", 1), "p1 turn 1");
+  EXPECT_EQ(ask("p1-s1", 0), "p1-s1 turn 0");
+  EXPECT_EQ(ask("c7", 0), "shared 0");
+  EXPECT_EQ(ask("", 0), "shared 0");
+  const std::string past = ask("p1-s1", 1);
+  EXPECT_NE(past.find("for loop p1-s1"), std::string::npos) << past;
+  EXPECT_NE(open_error(R"({"text":"x","loop":""})").message.find("\"loop\""), std::string::npos);
+}
+
 TEST_F(ScriptedProviderTest, PastTheEndIsAProviderRequestError) {
   auto provider = open(kSession);
   ASSERT_TRUE(provider);
