@@ -108,6 +108,7 @@ class LoopEngine {
  private:
   Result<std::shared_ptr<LoopRun>> find(const nlohmann::json& params) const;
   Result<std::shared_ptr<LoopRun>> find_plan(const nlohmann::json& params) const;
+  Result<std::shared_ptr<LoopRun>> find_awaiting_plan(const nlohmann::json& params) const;
   void launch(const std::shared_ptr<LoopRun>& run);
 
   // ---- the tree (loops/loop_tree.cpp) ----
@@ -148,6 +149,10 @@ class LoopEngine {
   asio::awaitable<void> stop_and_mark(const std::shared_ptr<LoopRun>& run, LoopStatus status,
                                       std::string reason);
   asio::awaitable<void> end_tree(const std::string& plan_id, const std::string& reason);
+  // A parent that cannot complete (failed, blocked): its status, then the
+  // rest of its plan's tree ends with the reason.
+  asio::awaitable<void> end_parent(const std::shared_ptr<LoopRun>& parent, LoopStatus status,
+                                   std::string reason);
   asio::awaitable<void> remove_finished_worktrees(bool everything, bool dry_run,
                                                   nlohmann::json* removed, nlohmann::json* kept);
   // Cancels every loop under `id` that has not ended.

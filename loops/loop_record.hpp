@@ -44,6 +44,9 @@ struct LoopSpec {
   std::string user_branch;              // a plan: the repo's branch when it was made
   std::int64_t seq = 0;                 // creation order: kept in the row, not in this JSON
 
+  // The plan at the root of its tree: itself for a plan, "" outside a plan.
+  std::string root_plan() const { return type == "plan" ? id : plan_id; }
+
   nlohmann::json to_json() const;
   static Result<LoopSpec> from_json(const nlohmann::json& value);
 };

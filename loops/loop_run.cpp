@@ -112,8 +112,7 @@ json LoopRun::to_json(bool detailed) const {
       {"deleted", progress_.deleted},
       {"created_at_ms", row_.created_at_ms},
       {"updated_at_ms", row_.updated_at_ms},
-      {"plan_id", spec_.plan_id.empty() ? (spec_.type == "plan" ? json(spec_.id) : json())
-                                        : json(spec_.plan_id)},
+      {"plan_id", spec_.root_plan().empty() ? json() : json(spec_.root_plan())},
       {"children", engine_.children_ids(spec_.id)},
       {"depends_on", spec_.depends_on},
       {"role", spec_.role},
@@ -508,7 +507,7 @@ std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
 }
 
 std::string LoopRun::plan_budget_exceeded_by_call(const NextCall& call) const {
-  const std::string plan = spec_.type == "plan" ? spec_.id : spec_.plan_id;
+  const std::string plan = spec_.root_plan();
   if (plan.empty()) return {};
   const config::BudgetLimits* limits = engine_.plan_budget(plan);
   if (limits == nullptr) return {};
@@ -700,7 +699,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       finish(LoopStatus::budget_exhausted, *why);
       co_return true;
     }
-    const std::string plan = spec_.type == "plan" ? spec_.id : spec_.plan_id;
+    const std::string plan = spec_.root_plan();
     if (const config::BudgetLimits* limits = plan.empty() ? nullptr : engine_.plan_budget(plan)) {
       if (auto why =
               exceeded_by_tool_calls(*limits, engine_.tree_spend(plan),

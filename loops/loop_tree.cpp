@@ -440,8 +440,7 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
   std::vector<ScheduledLoop> ready;
   std::vector<ScheduledLoop> running;
   for (const auto& run : ordered) {
-    ScheduledLoop entry{run->id(), run->spec().type,
-                        run->spec().type == "plan" ? run->id() : run->spec().plan_id, run->seq()};
+    ScheduledLoop entry{run->id(), run->spec().type, run->spec().root_plan(), run->seq()};
     if (runs_model(run->status())) {
       running.push_back(entry);
     } else if (run->status() == LoopStatus::queued) {
@@ -488,7 +487,7 @@ bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
     spec.tools = loop_settings.tools;
     spec.max_iterations = loop_settings.max_iterations;
     spec.budget = services_.settings.budgets.loop;
-    spec.plan_id = ps.type == "plan" ? ps.id : ps.plan_id;
+    spec.plan_id = ps.root_plan();
     spec.parent_branch = ps.branch;
     spec.generation = parent->progress().generation;
     spec.input = std::move(input);
@@ -538,7 +537,6 @@ asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun
   if (children.empty()) co_return make_children(parent);
   for (const auto& child : children) {
     if (!is_final(child->status()) || child->status() == LoopStatus::completed) continue;
-    const std::string plan = parent->spec().type == "plan" ? parent->id() : parent->spec().plan_id;
     if (child->spec().role == "resolver") {
       std::string files;
       for (const json& file : child->spec().input.value("files", json::array()))
@@ -547,13 +545,11 @@ asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun
                                  "; the resolving loop " + child->id() + " ended " +
                                  std::string(to_string(child->status())) + ": " +
                                  child->progress().status_reason.substr(0, 300);
-      parent->set_status(LoopStatus::blocked, reason);
-      co_await end_tree(plan, parent->id() + " is blocked");
+      co_await end_parent(parent, LoopStatus::blocked, reason);
     } else {
-      const std::string reason = child->id() + " ended " + std::string(to_string(child->status())) +
-                                 ": " + child->progress().status_reason.substr(0, 300);
-      parent->set_status(LoopStatus::failed, reason);
-      co_await end_tree(plan, parent->id() + " failed because " + reason);
+      co_await end_parent(parent, LoopStatus::failed,
+                          child->id() + " ended " + std::string(to_string(child->status())) + ": " +
+                              child->progress().status_reason.substr(0, 300));
     }
     co_return true;
   }
@@ -604,10 +600,8 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
   auto merged = co_await offload(git_pool_, git_work);
   if (stopping_ || parent->status() != LoopStatus::waiting) co_return false;
   if (!merged) {
-    parent->set_status(LoopStatus::blocked,
-                       "cannot merge " + child_spec.id + ": " + merged.error().message);
-    co_await end_tree(parent_spec.type == "plan" ? parent_spec.id : parent_spec.plan_id,
-                      parent_spec.id + " is blocked");
+    co_await end_parent(parent, LoopStatus::blocked,
+                        "cannot merge " + child_spec.id + ": " + merged.error().message);
     co_return true;
   }
   if (merged->merged || merged->already_merged) {
@@ -628,10 +622,9 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
   // A conflict. A resolver's own merge that conflicts is not resolved again.
   json files = merged->conflicts;
   if (child_spec.role == "resolver") {
-    parent->set_status(LoopStatus::blocked, "the resolved merge " + child_spec.id +
-                                                " conflicts again in " + files.dump());
-    co_await end_tree(parent_spec.type == "plan" ? parent_spec.id : parent_spec.plan_id,
-                      parent_spec.id + " is blocked");
+    co_await end_parent(
+        parent, LoopStatus::blocked,
+        "the resolved merge " + child_spec.id + " conflicts again in " + files.dump());
     co_return true;
   }
   LoopSpec resolver;
@@ -646,7 +639,7 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
   resolver.tools = code.tools;
   resolver.max_iterations = services_.settings.merges.resolve_max_iterations;
   resolver.budget = services_.settings.budgets.loop;
-  resolver.plan_id = parent_spec.type == "plan" ? parent_spec.id : parent_spec.plan_id;
+  resolver.plan_id = parent_spec.root_plan();
   resolver.parent_branch = parent_spec.branch;
   resolver.generation = parent->progress().generation;
   resolver.input = {{"child", child_spec.id}, {"files", files}};
@@ -668,9 +661,9 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
   const std::string resolver_id = resolver.id;
   auto stored = store_new_loops({resolver}, parent, LoopStatus::queued);
   if (!stored) {
-    parent->set_status(LoopStatus::blocked,
-                       "merging " + child_spec.id + " conflicts in " + files.dump() +
-                           " and no resolving loop could be stored: " + stored.error().message);
+    co_await end_parent(parent, LoopStatus::blocked,
+                        "merging " + child_spec.id + " conflicts in " + files.dump() +
+                            " and no resolving loop could be stored: " + stored.error().message);
     co_return true;
   }
   child->record("merge_conflict",
@@ -700,6 +693,14 @@ asio::awaitable<void> LoopEngine::stop_and_mark(const std::shared_ptr<LoopRun>& 
   if (run->status() == status) co_return;
   if (run->progress().finished_at_ms == 0) run->progress_for_update().finished_at_ms = now_ms();
   run->set_status(status, std::move(reason));
+}
+
+asio::awaitable<void> LoopEngine::end_parent(const std::shared_ptr<LoopRun>& parent,
+                                             LoopStatus status, std::string reason) {
+  const std::string tree_reason =
+      parent->id() + " is " + std::string(to_string(status)) + ": " + reason.substr(0, 300);
+  parent->set_status(status, std::move(reason));
+  co_await end_tree(parent->spec().root_plan(), tree_reason);
 }
 
 asio::awaitable<void> LoopEngine::end_tree(const std::string& plan_id, const std::string& reason) {

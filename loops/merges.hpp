@@ -25,10 +25,10 @@
 namespace loopr::loops {
 
 struct MergeOutcome {
-  bool merged = false;          // a merge commit (or fast-forward) now holds `source`
-  bool already_merged = false;  // `source` was already an ancestor: nothing done
-  bool fast_forward = false;    // merge_into_branch only
-  std::string commit;           // the target's head after the call
+  bool merged = false;                 // a merge commit (or fast-forward) now holds `source`
+  bool already_merged = false;         // `source` was already an ancestor: nothing done
+  bool fast_forward = false;           // merge_into_branch only
+  std::string commit;                  // the target's head after the call
   std::vector<std::string> conflicts;  // paths in conflict (merged == false)
 };
 

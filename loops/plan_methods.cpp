@@ -62,6 +62,16 @@ Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const json& params) const
   return run;
 }
 
+Result<std::shared_ptr<LoopRun>> LoopEngine::find_awaiting_plan(const json& params) const {
+  auto plan = find_plan(params);
+  if (!plan) return plan;
+  if ((*plan)->status() != LoopStatus::awaiting_approval) {
+    return invalid_state("plan " + (*plan)->id() + " is " +
+                         std::string(to_string((*plan)->status())) + ", not awaiting approval");
+  }
+  return plan;
+}
+
 asio::awaitable<Result<json>> LoopEngine::create_plan(const json& params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
   if (!params.is_object()) co_return invalid("loop.create_plan needs an object of parameters");
@@ -97,13 +107,9 @@ Result<json> LoopEngine::plan_get(const json& params) const {
 }
 
 asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
-  auto found = find_plan(params);
+  auto found = find_awaiting_plan(params);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
-  if (plan->status() != LoopStatus::awaiting_approval) {
-    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
-                            ", not awaiting approval");
-  }
   const LoopSpec spec = plan->spec();
   auto git_work = [=]() -> Result<std::string> {
     auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
@@ -129,13 +135,9 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
 }
 
 asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
-  auto found = find_plan(params);
+  auto found = find_awaiting_plan(params);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
-  if (plan->status() != LoopStatus::awaiting_approval) {
-    co_return invalid_state("plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
-                            ", not awaiting approval");
-  }
   std::string reason = text_param(params, "reason");
   if (blank(reason)) reason = "rejected by the person";
   if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");

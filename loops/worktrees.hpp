@@ -54,8 +54,9 @@ Result<WorktreeInfo> open_worktree(const std::string& repo, const std::string& p
 
 // `git add -A`, then a commit by "loopr <loopr@localhost>" if anything is
 // staged, or if a merge is in progress (MERGE_HEAD: the commit is the
-// merge's, with two parents, even when its tree equals HEAD's). `message` must not be blank. Special files (FIFOs, sockets) are
-// ignored by git; a nested repository is recorded as a gitlink by git.
+// merge's, with two parents, even when its tree equals HEAD's). `message` must not be blank.
+// Special files (FIFOs, sockets) are ignored by git; a nested repository is recorded as a gitlink
+// by git.
 Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message);
 
 // Whether the worktree differs from its HEAD (tracked or untracked files, not
