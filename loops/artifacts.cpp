@@ -479,6 +479,16 @@ Result<nlohmann::json> check_artifact(std::string_view tool, const nlohmann::jso
     return invalid("the " + std::string(kind) + " must be a JSON object",
                    "send the arguments " + std::string(tool) + "'s schema describes");
   }
+  // The artifact is kept with every journal step of its loop and copied into
+  // its children's specs: a bound keeps those rows small.
+  if (const std::size_t bytes =
+          args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+      bytes > kMaxArtifactBytes) {
+    return invalid("an artifact is at most " + std::to_string(kMaxArtifactBytes / 1024) +
+                       " KiB: this " + std::string(kind) + " is " + std::to_string(bytes / 1024) +
+                       " KiB",
+                   "keep descriptions short: the loops that carry it out read the code themselves");
+  }
   if (kind == "plan") return check_plan(args);
   if (kind == "spec") return check_spec(args);
   return check_phase(args);

@@ -6,7 +6,8 @@
 // it: 1-10 specs with unique names usable in a branch name, every
 // dependency another spec of the plan, no cycle; 3-7 phases with unique
 // names; 1 or more tasks with an action of create|modify|delete, a relative
-// file path, and a validation command that is not blank.
+// file path, and a validation command that is not blank; the whole artifact
+// at most kMaxArtifactBytes of JSON.
 //
 // An artifact is kept as the normalised JSON check_artifact() returns (the
 // store's format: fields may be added, never renamed) and rendered as
@@ -23,6 +24,8 @@
 #include "common/error.hpp"
 
 namespace loopr::loops {
+
+inline constexpr std::size_t kMaxArtifactBytes = 256 * 1024;
 
 // "create_plan" for a plan loop, "create_spec" for spec, "create_phase" for
 // phase; "" for code (and any other type).

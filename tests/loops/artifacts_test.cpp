@@ -115,6 +115,20 @@ TEST(CheckPlan, ReturnsTheNormalisedPlan) {
   EXPECT_EQ(*plan, expected);
 }
 
+TEST(CheckArtifact, AnArtifactOverTheSizeBoundIsRefusedAndOneJustUnderIsKept) {
+  json big = plan_with(json::array({spec_entry("api")}));
+  big["overview"] = std::string(kMaxArtifactBytes, 'x');
+  const Error error = refused("create_plan", big);
+  EXPECT_NE(error.message.find("at most 256 KiB"), std::string::npos) << error.message;
+  json fits = plan_with(json::array({spec_entry("api")}));
+  fits["overview"] = std::string(kMaxArtifactBytes - 1024, 'x');
+  EXPECT_TRUE(check_artifact("create_plan", fits).ok());
+  json many_tasks = phase_with(json::array());
+  for (int i = 0; i < 20000; ++i)
+    many_tasks["tasks"].push_back({{"description", "task number " + std::to_string(i)}});
+  EXPECT_NE(refused("create_phase", many_tasks).message.find("KiB"), std::string::npos);
+}
+
 TEST(CheckPlan, OneToTenSpecs) {
   json specs = json::array();
   for (int i = 1; i <= 10; ++i)
