@@ -127,6 +127,7 @@ Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, b
       break;
     case LinkState::connecting:
       first.add("connecting\xe2\x80\xa6", Style::warn);
+      if (!state.link_detail().empty()) first.add(" " + printable(state.link_detail()), Style::dim);
       break;
     case LinkState::reconnecting:
       first.add("reconnecting\xe2\x80\xa6", Style::bad);

@@ -1,0 +1,113 @@
+#include "tui/app.hpp"
+
+#include "client/loop_view.hpp"
+
+namespace loopr::tui {
+namespace {
+
+using client::member;
+using client::string_of;
+using nlohmann::json;
+
+}  // namespace
+
+void App::on_message(LinkMessage message, std::int64_t now_ms) {
+  switch (message.kind) {
+    case LinkMessage::Kind::link:
+      state_.set_link(message.link, message.detail);
+      break;
+    case LinkMessage::Kind::snapshot:
+      state_.apply_snapshot(message.snapshot, message.steady_ms);
+      // A new connection: what the detail pane showed may be stale.
+      state_.close_detail();
+      plans_asked_.clear();
+      break;
+    case LinkMessage::Kind::metrics:
+      state_.apply_metrics(message.metrics, message.steady_ms);
+      break;
+    case LinkMessage::Kind::event: {
+      const auto& event = message.event;
+      if (event.event == "loop.iteration" && state_.detail() != nullptr &&
+          string_of(event.data, "loop_id") == state_.detail()->loop_id())
+        detail_refresh_ = true;  // iterations and budget come from loop.get
+      state_.apply_event(event, now_ms);
+      break;
+    }
+    case LinkMessage::Kind::reply:
+      on_reply(message);
+      break;
+  }
+}
+
+void App::on_reply(const LinkMessage& message) {
+  const Command& command = message.command;
+  const std::string id = string_of(command.params, "id");
+  if (command.method == "loop.get") {
+    if (message.ok && state_.detail() != nullptr && state_.detail()->loop_id() == id)
+      state_.detail()->set_loop(member(message.result, "loop"));
+    return;
+  }
+  if (command.method == "loop.transcript") {
+    if (state_.detail() != nullptr && state_.detail()->loop_id() == id)
+      state_.detail()->load_transcript(message.ok ? member(message.result, "steps")
+                                                  : json::array());
+    if (!message.ok) {
+      ui_.message = "cannot read the journal of " + id + ": " + message.detail;
+      ui_.message_is_error = true;
+    }
+    return;
+  }
+  if (command.method == "plan.get") {
+    if (message.ok) {
+      const json& markdown = member(message.result, "markdown");
+      state_.set_plan_markdown(
+          id, markdown.is_string() ? markdown.get<std::string>() : "(the plan has no text yet)");
+    } else {
+      plans_asked_.erase(id);
+    }
+    return;
+  }
+  // The person's own requests: say how they went.
+  if (message.ok) {
+    ui_.message = "done: " + command.label;
+    ui_.message_is_error = false;
+    if (command.method == "loop.create_plan") {
+      const std::string created = string_of(member(message.result, "loop"), "id");
+      if (!created.empty()) {
+        state_.upsert_loop(member(message.result, "loop"));
+        ui_.message = "plan " + created + " started: it will wait for your approval";
+      }
+    }
+  } else {
+    ui_.message = "failed: " + command.label + ": " + message.detail;
+    ui_.message_is_error = true;
+  }
+}
+
+std::vector<Command> App::on_key(Key key, ScreenSize size, std::int64_t now_ms) {
+  const Visible visible = visible_rows(state_, ui_, size, now_ms);
+  return handle_key(ui_, state_, visible, key);
+}
+
+std::vector<Command> App::follow_ups() {
+  std::vector<Command> out;
+  if (ui_.pane == Pane::detail && !ui_.detail_loop.empty()) {
+    if (state_.open_detail(ui_.detail_loop)) {
+      out.push_back({"loop.get", {{"id", ui_.detail_loop}}, "read " + ui_.detail_loop});
+      out.push_back({"loop.transcript", {{"id", ui_.detail_loop}}, "read " + ui_.detail_loop});
+      detail_refresh_ = false;
+    } else if (detail_refresh_) {
+      out.push_back({"loop.get", {{"id", ui_.detail_loop}}, "read " + ui_.detail_loop});
+      detail_refresh_ = false;
+    }
+  }
+  for (const json* plan : state_.plans_awaiting()) {
+    const std::string id = string_of(*plan, "id");
+    if (state_.plan_markdown(id) != nullptr || plans_asked_.count(id) != 0) continue;
+    plans_asked_.insert(id);
+    out.push_back({"plan.get", {{"id", id}}, "read plan " + id});
+  }
+  return out;
+}
+
+}  // namespace loopr::tui
