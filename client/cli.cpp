@@ -282,6 +282,18 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   delete_cmd->callback(
       [&] { command = [&](const CommandContext& c) { return run_loop_delete(c, loop_delete); }; });
 
+  std::string rerun_id;
+  std::string rerun_feedback;
+  auto* rerun_cmd = loop_cmd->add_subcommand(
+      "rerun",
+      "run a loop again (a spec or phase of a plan: its own work, then new children), told your "
+      "feedback; every loop under it is invalidated");
+  rerun_cmd->add_option("id", rerun_id, "the loop's id (see: looprctl loops --tree)")->required();
+  rerun_cmd->add_option("--feedback", rerun_feedback, "what to do differently");
+  rerun_cmd->callback([&] {
+    command = [&](const CommandContext& c) { return run_loop_rerun(c, rerun_id, rerun_feedback); };
+  });
+
   std::string export_id;
   auto* export_cmd = loop_cmd->add_subcommand(
       "export", "print a loop's model turns as JSON Lines (a scripted provider's session file)");

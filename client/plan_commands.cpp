@@ -287,6 +287,40 @@ int run_plan_iterate(const CommandContext& context, const std::string& id,
   return to_int(ExitStatus::ok);
 }
 
+// ---- loop rerun ----
+
+int run_loop_rerun(const CommandContext& context, const std::string& id,
+                   const std::string& feedback) {
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  json params = {{"id", id}};
+  if (!blank(feedback)) params["feedback"] = feedback;
+  auto result = client->call("loop.rerun", params);
+  if (!result) return context.fail(result.error());
+  auto loop = object_in(*result, "loop", "loop.rerun");
+  if (!loop) return context.fail(loop.error());
+  if (context.json) {
+    context.print_json(*result);
+    return to_int(ExitStatus::ok);
+  }
+  const std::string invalidated = id_list(member(*result, "invalidated"));
+  const std::string revived = id_list(member(*result, "revived"));
+  context.out << "loop " << printable(id) << " runs again"
+              << (blank(feedback) ? "" : " with your feedback") << "; it is now "
+              << status_cell(*loop) << "; "
+              << (invalidated.empty() ? "nothing was invalidated" : "invalidated: " + invalidated)
+              << '\n';
+  if (!revived.empty()) context.out << "brought back: " << revived << '\n';
+  const json& plan_id = member(*loop, "plan_id");
+  if (plan_id.is_string() && !plan_id.get<std::string>().empty()) {
+    context.out << "follow it: looprctl plan show " << shell_word(plan_id.get<std::string>())
+                << '\n';
+  } else {
+    context.out << "follow it: looprctl loop logs " << shell_word(id) << " --follow\n";
+  }
+  return to_int(ExitStatus::ok);
+}
+
 // ---- plan merge ----
 
 int run_plan_merge(const CommandContext& context, const std::string& id,

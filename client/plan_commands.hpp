@@ -1,4 +1,5 @@
-// looprctl plan | plan show | approve | reject | iterate | merge, and gc
+// looprctl plan | plan show | approve | reject | iterate | merge, loop rerun
+// and gc
 // (docs/control-protocol.md, "Plans"). Like client/commands.hpp's commands,
 // each opens its own connection, prints text for a person on `out` (the
 // daemon's results as JSON with --json), failures on `err`, and returns the
@@ -43,6 +44,10 @@ int run_plan_reject(const CommandContext& context, const std::string& id,
 // plan iterate: the feedback must not be blank (a usage error, nothing sent).
 int run_plan_iterate(const CommandContext& context, const std::string& id,
                      const std::string& feedback);
+// loop rerun: loop.rerun; says what runs again, what was invalidated and
+// what came back, and how to follow it. `feedback` may be empty.
+int run_loop_rerun(const CommandContext& context, const std::string& id,
+                   const std::string& feedback);
 // plan merge: plan.merge; a refusal is the daemon's message (and the
 // conflicting files it names), exit 1.
 int run_plan_merge(const CommandContext& context, const std::string& id,

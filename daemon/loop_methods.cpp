@@ -51,6 +51,10 @@ asio::awaitable<Result<json>> MethodRegistry::loop_gc(ClientSession&, const json
   co_return co_await services_.loops.gc(params);
 }
 
+asio::awaitable<Result<json>> MethodRegistry::loop_rerun(ClientSession&, const json& params) {
+  co_return co_await services_.loops.rerun(params);
+}
+
 asio::awaitable<Result<json>> MethodRegistry::plan_get(ClientSession&, const json& params) {
   co_return services_.loops.plan_get(params);
 }

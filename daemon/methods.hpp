@@ -82,6 +82,7 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> loop_delete(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_create_plan(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_gc(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_rerun(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> plan_get(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> plan_approve(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> plan_reject(ClientSession&, const nlohmann::json&);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/redirect_error.hpp>
@@ -12,6 +13,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include "loops/loop_run.hpp"
+#include "loops/method_errors.hpp"
 #include "loops/offload.hpp"
 #include "loops/worktrees.hpp"
 #include "proto/control_messages.hpp"
@@ -23,21 +25,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxTaskBytes = 256 * 1024;
 constexpr std::size_t kMaxTranscriptSteps = 5000;
-
-Error with_rpc_code(Error error, proto::ControlErrorCode code) {
-  if (!error.details.is_object()) error.details = json::object();
-  error.details["rpc_code"] = static_cast<int>(code);
-  return error;
-}
-
-Error invalid(std::string message, std::string hint = {}) {
-  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
-}
-
-Error invalid_state(std::string message, std::string hint = {}) {
-  return with_rpc_code(make_error("invalid_state", std::move(message), std::move(hint)),
-                       proto::ControlErrorCode::invalid_state);
-}
 
 // params[key] as a string: absent → fallback; another type → an Error.
 Result<std::string> string_param(const json& params, const char* key, std::string fallback = {}) {
@@ -99,7 +86,29 @@ Result<void> LoopEngine::start() {
   }
   // Queued loops start in the scheduler's order, waiting parents go on.
   request_reconcile();
+  start_worktree_tick();
   return {};
+}
+
+void LoopEngine::start_worktree_tick() {
+  const std::int64_t keep_s = services_.settings.worktrees.keep_finished_s;
+  if (keep_s < 0) return;
+  // Often enough that a worktree goes within half its keeping time (at
+  // most a minute late), seldom enough to cost nothing on an idle daemon.
+  const auto interval = std::chrono::seconds(std::clamp<std::int64_t>(keep_s / 2, 1, 60));
+  worktree_tick_ = std::make_unique<asio::steady_timer>(services_.io);
+  ++active_;
+  asio::co_spawn(
+      services_.io,
+      [this, interval]() -> asio::awaitable<void> {
+        while (!stopping_) {
+          worktree_tick_->expires_after(interval);
+          std::error_code ignored;
+          co_await worktree_tick_->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+          if (!stopping_) request_reconcile();
+        }
+      },
+      [this](std::exception_ptr) { --active_; });
 }
 
 void LoopEngine::launch(const std::shared_ptr<LoopRun>& run) {
@@ -109,6 +118,7 @@ void LoopEngine::launch(const std::shared_ptr<LoopRun>& run) {
 
 asio::awaitable<void> LoopEngine::stop() {
   stopping_ = true;
+  if (worktree_tick_) worktree_tick_->cancel();
   for (auto& [id, run] : runs_)
     run->stop();
   asio::steady_timer tick(services_.io);

@@ -14,6 +14,7 @@
 
 #include <asio/awaitable.hpp>
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <cstdint>
 #include <functional>
@@ -84,6 +85,9 @@ class LoopEngine {
   asio::awaitable<Result<nlohmann::json>> plan_iterate(const nlohmann::json& params);
   asio::awaitable<Result<nlohmann::json>> plan_merge(const nlohmann::json& params);
   asio::awaitable<Result<nlohmann::json>> gc(const nlohmann::json& params);
+  // Runs one loop of a tree again (a spec or phase: its own work, with the
+  // person's feedback); its descendants are invalidated.
+  asio::awaitable<Result<nlohmann::json>> rerun(const nlohmann::json& params);
 
   // Everything all loops have spent (the global budget's "used").
   Spend total_spend() const;
@@ -110,6 +114,9 @@ class LoopEngine {
   Result<std::shared_ptr<LoopRun>> find_plan(const nlohmann::json& params) const;
   Result<std::shared_ptr<LoopRun>> find_awaiting_plan(const nlohmann::json& params) const;
   void launch(const std::shared_ptr<LoopRun>& run);
+  // Reconciles the tree every so often, so [worktrees] keep_finished_s
+  // removes worktrees on an idle daemon too; stop() ends it.
+  void start_worktree_tick();
 
   // ---- the tree (loops/loop_tree.cpp) ----
   // What a loop.create / loop.create_plan asked for, checked, as a LoopSpec
@@ -148,7 +155,19 @@ class LoopEngine {
   asio::awaitable<void> start_queued(const std::shared_ptr<LoopRun>& run);
   asio::awaitable<void> stop_and_mark(const std::shared_ptr<LoopRun>& run, LoopStatus status,
                                       std::string reason);
+  // Stops the run's coroutine (if any) and waits, at most 10 s, until it
+  // has; the status stays as it is.
+  asio::awaitable<void> stop_run(const std::shared_ptr<LoopRun>& run);
+  // The loops a re-run of `run` brings back (loops/loop_rerun.cpp), or why
+  // it cannot be re-run.
+  Result<std::vector<std::shared_ptr<LoopRun>>> loops_to_revive(
+      const std::shared_ptr<LoopRun>& run) const;
+  std::vector<std::shared_ptr<LoopRun>> ancestors_of(const LoopRun& run) const;
   asio::awaitable<void> end_tree(const std::string& plan_id, const std::string& reason);
+  // Waits (at most 15 s) while end_tree() is still stopping loops of the
+  // plan: a re-run must see the tree's end whole. False: it did not end in
+  // time, or looprd is stopping.
+  asio::awaitable<bool> wait_until_tree_ended(const std::string& plan_id);
   // A parent that cannot complete (failed, blocked): its status, then the
   // rest of its plan's tree ends with the reason.
   asio::awaitable<void> end_parent(const std::shared_ptr<LoopRun>& parent, LoopStatus status,
@@ -174,6 +193,8 @@ class LoopEngine {
   bool reconciling_ = false;
   bool reconcile_again_ = false;
   std::size_t starting_ = 0;  // queued loops whose worktree is being made
+  std::unique_ptr<asio::steady_timer> worktree_tick_;
+  std::map<std::string, int> trees_ending_;  // plan id -> end_tree() calls in progress
 };
 
 }  // namespace loopr::loops

@@ -123,8 +123,9 @@ json LoopProgress::to_json() const {
           {"generation", generation},
           {"iteration_base", iteration_base},
           {"merged", merged},
-          {"approved_commit", approved_commit},
+          {"children_base", children_base},
           {"reset_to", reset_to},
+          {"status_before_tree_ended", status_before_tree_ended},
           {"queue_reason", queue_reason},
           {"finished_at_ms", finished_at_ms},
           {"worktree_removed", worktree_removed}};
@@ -164,8 +165,11 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.generation = integer(value, "generation");
   p.iteration_base = integer(value, "iteration_base");
   p.merged = value.value("merged", json());
-  p.approved_commit = text(value, "approved_commit");
+  p.children_base = text(value, "children_base");
+  if (p.children_base.empty())
+    p.children_base = text(value, "approved_commit");  // its name in older stores
   p.reset_to = text(value, "reset_to");
+  p.status_before_tree_ended = text(value, "status_before_tree_ended");
   p.queue_reason = text(value, "queue_reason");
   p.finished_at_ms = integer(value, "finished_at_ms");
   p.worktree_removed = value.value("worktree_removed", false);

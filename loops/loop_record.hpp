@@ -83,8 +83,13 @@ struct LoopProgress {
   std::int64_t generation = 0;      // of its children; plan.iterate adds one
   std::int64_t iteration_base = 0;  // max_iterations counts from here (plan.iterate)
   nlohmann::json merged = nullptr;  // {into, commit}: merged into its parent
-  std::string approved_commit;      // a plan: its branch when approved
-  std::string reset_to;             // a plan being iterated: reset its branch here first
+  // Its branch before any child was merged into it (a plan: when approved;
+  // a spec or phase: when its children were made). A re-run goes back here.
+  std::string children_base;
+  std::string reset_to;  // being re-run: reset its branch here first
+  // The status it had when its plan's tree ended around it (end_tree), so a
+  // re-run of the loop that ended the tree can bring it back; "" otherwise.
+  std::string status_before_tree_ended;
   std::string queue_reason;
   std::int64_t finished_at_ms = 0;  // its tree finished (for [worktrees] keep_finished_s)
   bool worktree_removed = false;

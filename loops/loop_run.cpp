@@ -198,22 +198,44 @@ bool LoopRun::set_status(LoopStatus status, std::string reason) {
 
 void LoopRun::prepare_rerun(const std::string& feedback) {
   status_ = LoopStatus::running;
-  progress_.status_reason = "iterating on the person's feedback";
+  progress_.status_reason =
+      feedback.empty() ? "re-run by the person" : "iterating on the person's feedback";
   progress_.next = NextStep::new_iteration;
   progress_.iteration_base = progress_.iteration;
   progress_.feedback.clear();
-  progress_.pending_note = "The person reviewed your last " +
-                           std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
-                           " and asks for changes:\n" + feedback + "\nCall " +
-                           std::string(artifact_tool_for(spec_.type)) +
-                           " again with the revised version.";
+  progress_.finished_at_ms = 0;
+  progress_.status_before_tree_ended.clear();
+  const std::string tool(artifact_tool_for(spec_.type));
+  if (tool.empty()) {
+    progress_.pending_note =
+        feedback.empty()
+            ? "The person asks you to work on this task again, from where the branch is now."
+            : "The person looked at your work and asks for changes:\n" + feedback;
+  } else {
+    progress_.pending_note =
+        "The person reviewed your last " + std::string(artifact_kind_of(tool)) +
+        (feedback.empty() ? " and asks for a new one." : " and asks for changes:\n" + feedback) +
+        "\nCall " + tool + " again with the revised version.";
+  }
   progress_.unchanged = 0;
   progress_.strikes = 0;
+  clear_run_flags();
+}
+
+bool LoopRun::revive(LoopStatus status, std::string reason) {
+  clear_run_flags();
+  progress_.finished_at_ms = 0;
+  progress_.status_before_tree_ended.clear();
+  return set_status(status, std::move(reason));
+}
+
+void LoopRun::clear_run_flags() {
   stopping_ = false;
   cancel_requested_ = false;
   pause_requested_ = false;
   cancel_token_ = llm::CancelToken{};
-  *abandoned_ = false;
+  // A new flag: a provider slot the last run asked for keeps the old one.
+  abandoned_ = std::make_shared<bool>(false);
 }
 
 void LoopRun::request_pause() {
@@ -332,6 +354,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
     const std::string repo = spec_.repo, path = spec_.worktree, branch = spec_.branch;
     auto git_work = [=] { return open_worktree(repo, path, branch); };
     auto opened = co_await offload(engine_.git_pool(), git_work);
+    if (stopping_) co_return Phase::done;
     if (!opened) {
       co_return finish(LoopStatus::failed,
                        "its worktree cannot be used: " + opened.error().message);
@@ -340,13 +363,14 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
     worktree_open_ = true;
   }
   if (!progress_.reset_to.empty()) {
-    // plan.iterate: what the children merged into this branch goes (their
-    // branches are kept); done before anything else, and again after a
-    // crash until it is stored as done.
+    // A re-run (plan.iterate, loop.rerun): what the children merged into
+    // this branch goes (their branches are kept); done before anything
+    // else, and again after a crash until it is stored as done.
     const WorktreeInfo info = worktree_;
     const std::string commit = progress_.reset_to;
     auto git_work = [=] { return reset_worktree(info, commit); };
     auto reset = co_await offload(engine_.git_pool(), git_work);
+    if (stopping_) co_return Phase::done;
     if (!reset) {
       co_return finish(LoopStatus::failed,
                        "cannot reset its branch for the new iteration: " + reset.error().message);
@@ -574,6 +598,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
     auto turn = co_await (*provider)->complete(request, callbacks);
     slot = ProviderSlots::Slot{};
+    // Stopped (looprd stopping, or the tree stopping this loop to mark it):
+    // the call was cut off, not failed; the journal asks it again later.
+    if (stopping_) co_return Phase::done;
     if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
     if (!turn) {
       const Error& error = turn.error();

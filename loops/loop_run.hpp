@@ -81,8 +81,14 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   bool set_status(LoopStatus status, std::string reason);
   const std::string& parent_id() const { return row_.parent_id; }
   std::int64_t created_at_ms() const { return row_.created_at_ms; }
-  // plan.iterate: one more iteration with `feedback`, from a fresh context.
+  // plan.iterate, loop.rerun: one more iteration from a fresh context, told
+  // the person's `feedback` (may be empty); max_iterations counts afresh.
+  // The caller stores it (record) and launches the run.
   void prepare_rerun(const std::string& feedback);
+  // A loop its plan's tree ended (end_tree) comes back when the loop that
+  // ended the tree is re-run: `status` is waiting or awaiting_approval for a
+  // parent, queued for a loop that goes on from its journal when it starts.
+  bool revive(LoopStatus status, std::string reason);
 
  private:
   enum class Phase { new_iteration, model, commit, validate, decide, done };
@@ -110,6 +116,8 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   // refused: nothing may be acted on that is not stored.
   bool persist(const std::string& kind, nlohmann::json data);
   Phase finish(LoopStatus status, std::string reason);
+  // A new run may start: the last one's stop, cancel and pause requests go.
+  void clear_run_flags();
   void tick_wall_clock();
   // The budget the next call could overrun ("" when it fits); `tools_bytes`:
   // the size of the tool definitions, computed once per model phase.

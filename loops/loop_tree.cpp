@@ -534,7 +534,29 @@ bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
 
 asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun>& parent) {
   auto children = children_of(parent->id(), true);
-  if (children.empty()) co_return make_children(parent);
+  if (children.empty()) {
+    // Where a re-run of this loop goes back to, stored before any child
+    // exists (a plan's is its approval's commit).
+    if (parent->progress().children_base.empty()) {
+      const LoopSpec spec = parent->spec();
+      auto git_work = [=]() -> Result<std::string> {
+        auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
+        if (!info) return std::move(info).error();
+        return head_commit(*info);
+      };
+      auto head = co_await offload(git_pool_, git_work);
+      if (stopping_ || parent->status() != LoopStatus::waiting) co_return false;
+      if (!head) {
+        co_await end_parent(
+            parent, LoopStatus::failed,
+            "cannot read its branch before making its children: " + head.error().message);
+        co_return true;
+      }
+      parent->progress_for_update().children_base = *head;
+      if (!parent->record("children_base", {{"commit", *head}})) co_return false;
+    }
+    co_return make_children(parent);
+  }
   for (const auto& child : children) {
     if (!is_final(child->status()) || child->status() == LoopStatus::completed) continue;
     if (child->spec().role == "resolver") {
@@ -680,6 +702,13 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
 
 asio::awaitable<void> LoopEngine::stop_and_mark(const std::shared_ptr<LoopRun>& run,
                                                 LoopStatus status, std::string reason) {
+  co_await stop_run(run);
+  if (run->status() == status) co_return;
+  if (run->progress().finished_at_ms == 0) run->progress_for_update().finished_at_ms = now_ms();
+  run->set_status(status, std::move(reason));
+}
+
+asio::awaitable<void> LoopEngine::stop_run(const std::shared_ptr<LoopRun>& run) {
   if (run->running()) {
     run->stop();
     asio::steady_timer tick(services_.io);
@@ -690,9 +719,6 @@ asio::awaitable<void> LoopEngine::stop_and_mark(const std::shared_ptr<LoopRun>& 
       co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
     }
   }
-  if (run->status() == status) co_return;
-  if (run->progress().finished_at_ms == 0) run->progress_for_update().finished_at_ms = now_ms();
-  run->set_status(status, std::move(reason));
 }
 
 asio::awaitable<void> LoopEngine::end_parent(const std::shared_ptr<LoopRun>& parent,
@@ -707,14 +733,29 @@ asio::awaitable<void> LoopEngine::end_tree(const std::string& plan_id, const std
   if (plan_id.empty()) co_return;
   std::vector<std::shared_ptr<LoopRun>> tree = descendants_of(plan_id);
   if (auto plan = run_of(plan_id)) tree.insert(tree.begin(), plan);
+  ++trees_ending_[plan_id];
   for (const auto& run : tree) {
     if (is_final(run->status())) continue;
+    run->progress_for_update().status_before_tree_ended = std::string(to_string(run->status()));
     if (run->status() == LoopStatus::waiting || run->status() == LoopStatus::awaiting_approval) {
       run->set_status(LoopStatus::failed, reason);
     } else {
       co_await stop_and_mark(run, LoopStatus::cancelled, reason);
     }
   }
+  if (--trees_ending_[plan_id] == 0) trees_ending_.erase(plan_id);
+}
+
+asio::awaitable<bool> LoopEngine::wait_until_tree_ended(const std::string& plan_id) {
+  asio::steady_timer tick(services_.io);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (trees_ending_.count(plan_id) && !stopping_) {
+    if (std::chrono::steady_clock::now() >= deadline) co_return false;
+    tick.expires_after(std::chrono::milliseconds(5));
+    std::error_code ignored;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+  co_return !stopping_;
 }
 
 void LoopEngine::cancel_subtree(const std::string& id, const std::string& reason) {

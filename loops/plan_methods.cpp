@@ -12,6 +12,7 @@
 #include "loops/loop_engine.hpp"
 #include "loops/loop_run.hpp"
 #include "loops/merges.hpp"
+#include "loops/method_errors.hpp"
 #include "loops/offload.hpp"
 #include "proto/control_messages.hpp"
 
@@ -19,25 +20,6 @@ namespace loopr::loops {
 namespace {
 
 using nlohmann::json;
-
-Error invalid(std::string message, std::string hint = {}) {
-  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
-}
-
-Error invalid_state(std::string message, std::string hint = {}) {
-  Error error = make_error("invalid_state", std::move(message), std::move(hint));
-  error.details = {{"rpc_code", static_cast<int>(proto::ControlErrorCode::invalid_state)}};
-  return error;
-}
-
-std::string text_param(const json& params, const char* key) {
-  auto it = params.find(key);
-  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool blank(const std::string& text) {
-  return text.find_first_not_of(" \t\r\n") == std::string::npos;
-}
 
 // The branch `repo`'s HEAD is on ("" when detached or unreadable). Read from
 // the file rather than by running git: nothing here may run a program.
@@ -123,7 +105,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
   }
   // The status first, then the approval's record: nobody following the
   // plan sees it awaiting approval again after this call.
-  plan->progress_for_update().approved_commit = *head;
+  plan->progress_for_update().children_base = *head;
   const std::size_t specs = plan->progress().artifact.value("specs", json::array()).size();
   if (!plan->set_status(LoopStatus::waiting,
                         "approved: carrying out " + std::to_string(specs) + " specs")) {
@@ -139,7 +121,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
   std::string reason = text_param(params, "reason");
-  if (blank(reason)) reason = "rejected by the person";
+  if (is_blank(reason)) reason = "rejected by the person";
   if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");
   if (!plan->set_status(LoopStatus::rejected, reason)) {
     co_return make_error(errc::io, "the store refused the rejection");
@@ -154,7 +136,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
   const std::string feedback = text_param(params, "feedback");
-  if (blank(feedback)) {
+  if (is_blank(feedback)) {
     co_return invalid("plan.iterate needs `feedback`: what the plan should change");
   }
   if (feedback.size() > 64 * 1024) co_return invalid("the feedback is over 64 KiB");
@@ -168,6 +150,10 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
                                                           : "make a new plan: looprctl plan");
   }
   if (plan->running()) co_return invalid_state("plan " + plan->id() + " is still running");
+  if (!co_await wait_until_tree_ended(plan->id())) {
+    co_return invalid_state("plan " + plan->id() + " is still stopping its loops",
+                            "try again in a moment");
+  }
   // First the plan's own record (a new generation of children, the branch
   // to go back to, a new iteration): after a crash from here on, the tree
   // finds its old children stale and invalidates them.
@@ -176,8 +162,8 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
     if (run->status() != LoopStatus::invalidated) invalidated.push_back(run->id());
   LoopProgress& progress = plan->progress_for_update();
   progress.generation += 1;
-  progress.reset_to = progress.approved_commit;
-  progress.approved_commit.clear();
+  progress.reset_to = progress.children_base;
+  progress.children_base.clear();
   progress.finished_at_ms = 0;
   plan->prepare_rerun(feedback);
   if (!plan->record("approval", {{"decision", "iterate"},

@@ -320,6 +320,44 @@ TEST_F(PlanCommandsTest, IterateWithNothingInvalidatedAndJson) {
   EXPECT_EQ(json::parse(run.out), result);
 }
 
+TEST_F(PlanCommandsTest, LoopRerunSaysWhatRunsAgainWhatWasInvalidatedAndWhatCameBack) {
+  json spec = a_plan_loop("p1-s1", "spec", "running", "p1");
+  spec["plan_id"] = "p1";
+  fake_.answer("loop.rerun", {{"loop", spec},
+                              {"invalidated", {"p1-s1-ph1", "p1-s1-ph1-c1"}},
+                              {"revived", {"p1", "p1-s2"}}});
+  CtlRun run = ctl({"loop", "rerun", "p1-s1", "--feedback", "two phases are enough"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "loop p1-s1 runs again with your feedback; it is now running; invalidated: "
+            "p1-s1-ph1, p1-s1-ph1-c1\nbrought back: p1, p1-s2\nfollow it: looprctl plan show "
+            "p1\n");
+  EXPECT_EQ(params_of("loop.rerun"),
+            (json{{"id", "p1-s1"}, {"feedback", "two phases are enough"}}));
+
+  // No feedback: none is sent; a loop outside a plan is followed by its logs.
+  json code = a_plan_loop("c4", "code", "running", "");
+  code["plan_id"] = "";
+  fake_.answer("loop.rerun",
+               {{"loop", code}, {"invalidated", json::array()}, {"revived", json::array()}});
+  run = ctl({"loop", "rerun", "c4"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "loop c4 runs again; it is now running; nothing was invalidated\nfollow it: looprctl "
+            "loop logs c4 --follow\n");
+  EXPECT_EQ(fake_.requests("loop.rerun").back().params, (json{{"id", "c4"}}));
+
+  fake_.on("loop.rerun", [](const proto::Request& request) {
+    return FakeReply::error(
+        request, 1002, "p1-s1-ph1 ended failed and is not under p1-s2",
+        {{"code", "invalid_state"}, {"hint", "re-run p1-s1-ph1 or a loop above it"}});
+  });
+  run = ctl({"loop", "rerun", "p1-s2"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.err, "not under p1-s2")) << run.err;
+  EXPECT_TRUE(contains(run.err, "re-run p1-s1-ph1")) << run.err;
+}
+
 TEST_F(PlanCommandsTest, ApproveOfAPlanNotAwaitingApprovalExitsOne) {
   fake_.on("plan.approve", [](const proto::Request& request) {
     return FakeReply::error(request, 1002, "plan p1 is running, not awaiting_approval",

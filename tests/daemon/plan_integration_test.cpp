@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "tests/daemon/loop_fixture.hpp"
 
@@ -282,6 +284,7 @@ TEST_F(PlanTest, InvalidPlansAndSpecsGoBackToTheModelNamingTheRuleAndItCorrectsT
   EXPECT_EQ(plan["artifact"]["specs"][0]["name"], "answer");
 
   // The spec loop: two phases are refused, three accepted.
+  EventLog created(*daemon_, {"loop.created"});
   daemon_->call("plan.approve", {{"id", id}});
   const json spec = wait_status(*daemon_, "p1-s1", [](const std::string& status) {
     return status == "waiting" || is_final_status(status);
@@ -292,6 +295,9 @@ TEST_F(PlanTest, InvalidPlansAndSpecsGoBackToTheModelNamingTheRuleAndItCorrectsT
   const std::string refused = results[0]["data"]["results"][0]["content"];
   EXPECT_NE(refused.find("3"), std::string::npos) << refused;
   EXPECT_EQ(get_loop(*daemon_, "p1-s1")["artifact"]["phases"].size(), 3u);
+  // Its children are made once it waits (after its branch's commit is read).
+  EXPECT_TRUE(created.wait_for(
+      [](const proto::Event& e) { return e.data["loop"].value("id", "") == "p1-s1-ph3"; }, 30s));
   EXPECT_EQ(get_loop(*daemon_, "p1-s1")["children"].size(), 3u);
   daemon_->call("loop.cancel", {{"id", "p1"}});
 }
@@ -369,6 +375,304 @@ TEST_F(PlanTest, IteratingAfterApprovalInvalidatesEveryDescendantAndKeepsThem) {
       wait_status(*daemon_, "p1-s3", [](const std::string& status) { return !status.empty(); });
   EXPECT_EQ(next["parent_id"], "p1") << next.dump(2);
   daemon_->call("loop.cancel", {{"id", id}});
+}
+
+// ---- re-running one loop of a tree ------------------------------------------------------
+
+TEST_F(PlanTest, ReRunningASpecInvalidatesItsPhasesResetsItsBranchAndItsNewPhasesContinueTheCount) {
+  std::vector<json> lines;
+  lines.push_back(keyed("p1", create_plan_turn({plan_spec("answer")})));
+  lines.push_back(keyed("p1-s1", create_spec_turn("answer", {"old-one", "old-two", "old-three"})));
+  lines.push_back(
+      keyed("p1-s1-ph1", create_phase_turn("old-one", "old/one.txt", "test -f old/one.txt")));
+  lines.push_back(keyed("p1-s1-ph1-c1", write_and_complete_turn("old/one.txt", "one\n")));
+  lines.push_back(
+      keyed("p1-s1-ph2", create_phase_turn("old-two", "old/two.txt", "test -f old/two.txt")));
+  json slow = keyed("p1-s1-ph2-c1", write_and_complete_turn("old/two.txt", "two\n"));
+  slow["delay_ms"] = 5000;  // still asking its model when the spec is re-run
+  lines.push_back(slow);
+  // The re-run's spec: three new phases, named on from the old ones.
+  lines.push_back(keyed("p1-s1", create_spec_turn("answer", {"new-one", "new-two", "new-three"})));
+  for (int i = 4; i <= 6; ++i) {
+    const std::string phase = "p1-s1-ph" + std::to_string(i);
+    const std::string file = "new/" + std::to_string(i) + ".txt";
+    lines.push_back(keyed(phase, create_phase_turn("new-" + std::to_string(i), file,
+                                                   "test -f " + file + " && ! test -e old")));
+    lines.push_back(keyed(phase + "-c1", write_and_complete_turn(file, "new\n")));
+  }
+  start(lines);
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  {
+    EventLog events(*daemon_, {"loop.updated"});
+    daemon_->call("plan.approve", {{"id", id}});
+    // The first phase is merged into the spec's branch by now.
+    ASSERT_TRUE(events.wait_for(status_event("p1-s1-ph2-c1", "running"), 60s));
+  }
+  EXPECT_EQ(show("loop/p1-s1", "old/one.txt"), "one\n");
+
+  EventLog events(*daemon_, {"loop.rerun"});
+  const json rerun =
+      daemon_->call("loop.rerun", {{"id", "p1-s1"}, {"feedback", "start the phases afresh"}});
+  EXPECT_EQ(rerun["loop"]["status"], "running") << rerun.dump(2);
+  std::set<std::string> invalidated;
+  for (const json& loop_id : rerun["invalidated"])
+    invalidated.insert(loop_id);
+  const std::set<std::string> old_tree = {"p1-s1-ph1", "p1-s1-ph1-c1", "p1-s1-ph2", "p1-s1-ph2-c1",
+                                          "p1-s1-ph3"};
+  EXPECT_EQ(invalidated, old_tree) << rerun.dump(2);
+  EXPECT_EQ(rerun["revived"], json::array()) << "the plan was still being carried out";
+  auto announced = events.wait_for([](const proto::Event& e) { return e.event == "loop.rerun"; });
+  ASSERT_TRUE(announced);
+  EXPECT_EQ(events.events()[*announced].data["feedback"], "start the phases afresh");
+
+  const json done = wait_final(*daemon_, id, 180s);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2) << plan_get(id).dump(2);
+  // The old phases are archived, not deleted, and their branches kept; the
+  // new ones continue the count.
+  const auto tree = tree_by_id(id);
+  for (const std::string& old : old_tree)
+    EXPECT_EQ(tree.at(old)["status"], "invalidated") << tree.at(old).dump(2);
+  EXPECT_TRUE(branch_exists(repo_.path, "loop/p1-s1-ph1"));
+  for (const char* fresh : {"p1-s1-ph4", "p1-s1-ph4-c1", "p1-s1-ph5-c1", "p1-s1-ph6-c1"})
+    EXPECT_EQ(tree.at(fresh)["status"], "completed") << fresh;
+  EXPECT_EQ(get_loop(*daemon_, "p1-s1")["children"].size(), 6u) << "three old, three new";
+  // The spec's branch went back to before its children: the old phase's
+  // merged file is gone from the result, the new ones are in it.
+  EXPECT_EQ(show("loop/p1", "new/6.txt"), "new\n");
+  EXPECT_NE(git(repo_.path, {"cat-file", "-e", "loop/p1:old/one.txt"}).exit_code, 0);
+  EXPECT_NE(git(repo_.path, {"cat-file", "-e", "loop/p1-s1:old/one.txt"}).exit_code, 0);
+  // The spec's second iteration was told the feedback.
+  const auto started = steps_of_kind(read_transcript(*daemon_, "p1-s1"), "iteration_started");
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_NE(started[1]["data"].dump().find("start the phases afresh"), std::string::npos);
+  EXPECT_EQ(steps_of_kind(read_transcript(*daemon_, "p1-s1"), "rerun").size(), 1u);
+
+  // What cannot be re-run says why.
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p1-s1-ph4-c1"}}), 1002)
+      << "merged into its phase";
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p1-s1-ph1"}}), 1002) << "invalidated";
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p1"}}), -32602) << "plan.iterate";
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p9"}}), 1001);
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p1-s1"}, {"feedback", 7}}), -32602);
+}
+
+TEST_F(PlanTest, ReRunningTheCodeLoopThatFailedBringsItsEndedPlanBackAndItCompletes) {
+  std::vector<json> lines;
+  lines.push_back(keyed("p1", create_plan_turn({plan_spec("answer"), plan_spec("notes")})));
+  lines.push_back(keyed("p1-s1", create_spec_turn("answer", {"fix", "note-a", "note-b"})));
+  lines.push_back(keyed("p1-s1-ph1", create_phase_turn("fix", "answer.txt", "sh test.sh")));
+  // A wrong fix: validation fails, and one iteration is all a code loop has.
+  const json read_answer = turn({tool_call("r", "read_file", {{"path", "answer.txt"}})});
+  auto fix = [](const std::string& from, const std::string& to) {
+    return turn({tool_call("e", "edit_file",
+                           {{"path", "answer.txt"}, {"old_string", from}, {"new_string", to}}),
+                 tool_call("d", "complete_task", {{"summary", to}})});
+  };
+  lines.push_back(keyed("p1-s1-ph1-c1", read_answer));
+  json wrong = keyed("p1-s1-ph1-c1", fix("41", "43"));
+  wrong["delay_ms"] = 1500;
+  lines.push_back(wrong);
+  // Its re-run, told the answer.
+  lines.push_back(keyed("p1-s1-ph1-c1", read_answer));
+  lines.push_back(keyed("p1-s1-ph1-c1", fix("43", "42")));
+  lines.push_back(
+      keyed("p1-s1-ph2", create_phase_turn("note-a", "notes/a.txt", "test -f notes/a.txt")));
+  lines.push_back(keyed("p1-s1-ph2-c1", write_and_complete_turn("notes/a.txt", "a\n")));
+  lines.push_back(
+      keyed("p1-s1-ph3", create_phase_turn("note-b", "notes/b.txt", "test -f notes/b.txt")));
+  lines.push_back(keyed("p1-s1-ph3-c1", write_and_complete_turn("notes/b.txt", "b\n")));
+  add_spec_tree(lines, "p1-s2", "notes", "other");
+  // The other spec's first code loop is asking its model when the tree ends.
+  for (json& line : lines)
+    if (line["loop"] == "p1-s2-ph1-c1") line["delay_ms"] = 6000;
+  start(lines, "[loops.code]\nmax_iterations = 1\n");
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", id}});
+  const json ended = wait_final(*daemon_, id, 120s);
+  ASSERT_EQ(ended["status"], "failed") << ended.dump(2);
+  EXPECT_EQ(get_loop(*daemon_, "p1-s1-ph1-c1")["status"], "failed");
+
+  // Re-running a loop the failure did not come from would only end the
+  // plan again: refused, naming where the failure is.
+  {
+    auto client = daemon_->client();
+    auto refused = client.call("loop.rerun", {{"id", "p1-s2"}, {"feedback", "again"}});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().details.value("rpc_code", 0), 1002);
+    EXPECT_NE(refused.error().message.find("p1-s1-ph1"), std::string::npos)
+        << refused.error().message;
+  }
+
+  const json rerun =
+      daemon_->call("loop.rerun", {{"id", "p1-s1-ph1-c1"}, {"feedback", "the answer is 42"}});
+  EXPECT_EQ(rerun["invalidated"], json::array()) << rerun.dump(2);
+  std::set<std::string> revived;
+  for (const json& loop_id : rerun["revived"])
+    revived.insert(loop_id);
+  for (const char* loop_id : {"p1", "p1-s1", "p1-s1-ph1", "p1-s2"})
+    EXPECT_TRUE(revived.count(loop_id)) << loop_id << " in " << rerun.dump(2);
+  EXPECT_EQ(get_loop(*daemon_, id)["status"], "waiting");
+
+  const json done = wait_final(*daemon_, id, 180s);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2) << plan_get(id).dump(2);
+  EXPECT_EQ(show("loop/p1", "answer.txt"), "42\n");
+  EXPECT_FALSE(show("loop/p1", "other/notes-three.txt").empty());
+  const json code = get_loop(*daemon_, "p1-s1-ph1-c1");
+  EXPECT_EQ(code["iteration"], 2) << code.dump(2);
+  const auto started =
+      steps_of_kind(read_transcript(*daemon_, "p1-s1-ph1-c1"), "iteration_started");
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_NE(started[1]["data"].dump().find("the answer is 42"), std::string::npos);
+  // Loops the tree's end had stopped went on from their journal: nothing
+  // the model was asked was asked twice.
+  std::map<std::string, int> scripted;
+  for (const json& line : lines)
+    scripted[line["loop"]] += 1;
+  for (const auto& [loop_id, loop] : tree_by_id(id)) {
+    EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+    EXPECT_EQ(loop["usage"]["model_turns"], scripted[loop_id]) << loop_id;
+  }
+}
+
+// ---- worktrees -------------------------------------------------------------------------
+
+// One spec, three phases: eight loops under the plan.
+std::vector<json> one_spec_plan() {
+  std::vector<json> lines;
+  lines.push_back(keyed("p1", create_plan_turn({plan_spec("notes")})));
+  add_spec_tree(lines, "p1-s1", "notes", "notes");
+  return lines;
+}
+
+TEST_F(PlanTest, GcRemovesTheWorktreesOfAFinishedTreeAndKeepsItsBranches) {
+  start(one_spec_plan());  // [worktrees] keep_finished_s: the default hour
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", id}});
+  ASSERT_EQ(wait_final(*daemon_, id, 180s)["status"], "completed");
+  auto worktrees = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& [loop_id, loop] : tree_by_id(id))
+      out[loop_id] = loop["worktree"];
+    out[id] = get_loop(*daemon_, id)["worktree"];
+    return out;
+  };
+  const auto paths = worktrees();
+  ASSERT_EQ(paths.size(), 8u);
+  for (const auto& [loop_id, path] : paths)
+    EXPECT_TRUE(std::filesystem::is_directory(path)) << loop_id << " kept for an hour: " << path;
+
+  const json dry = daemon_->call("loop.gc", {{"dry_run", true}});
+  EXPECT_EQ(dry["removed_worktrees"].size(), 8u) << dry.dump(2);
+  for (const auto& [loop_id, path] : paths)
+    EXPECT_TRUE(std::filesystem::is_directory(path)) << "a dry run removes nothing: " << path;
+
+  const json gc = daemon_->call("loop.gc");
+  EXPECT_EQ(gc["removed_worktrees"].size(), 8u) << gc.dump(2);
+  for (const auto& [loop_id, path] : paths) {
+    EXPECT_FALSE(std::filesystem::exists(path)) << path;
+    EXPECT_TRUE(branch_exists(repo_.path, "loop/" + loop_id)) << loop_id;
+  }
+  EXPECT_EQ(git(repo_.path, {"worktree", "prune", "--dry-run", "-v"}).out, "")
+      << "git knows they are gone";
+  EXPECT_EQ(show("loop/p1", "notes/notes-three.txt"), "notes-three\n");
+  EXPECT_EQ(daemon_->call("loop.gc")["removed_worktrees"], json::array()) << "nothing twice";
+}
+
+TEST_F(PlanTest, AnIdleDaemonRemovesFinishedWorktreesAfterKeepFinishedSeconds) {
+  start(one_spec_plan(), "[worktrees]\nkeep_finished_s = 1\n");
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", id}});
+  ASSERT_EQ(wait_final(*daemon_, id, 180s)["status"], "completed");
+  std::vector<std::string> paths = {get_loop(*daemon_, id)["worktree"]};
+  for (const auto& [loop_id, loop] : tree_by_id(id))
+    paths.push_back(loop["worktree"]);
+  ASSERT_EQ(paths.size(), 8u);
+  // Nothing else happens in looprd now: only its own tick can remove them.
+  auto any_left = [&] {
+    for (const auto& path : paths)
+      if (std::filesystem::exists(path)) return true;
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (any_left() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(100ms);
+  for (const auto& path : paths)
+    EXPECT_FALSE(std::filesystem::exists(path)) << path;
+  for (const auto& [loop_id, loop] : tree_by_id(id))
+    EXPECT_TRUE(branch_exists(repo_.path, "loop/" + loop_id)) << loop_id;
+  EXPECT_TRUE(branch_exists(repo_.path, "loop/p1"));
+}
+
+// ---- the scheduler -----------------------------------------------------------------------
+
+TEST_F(PlanTest, OneSlotRunsCodeBeforePhasesBeforeSpecsBeforePlansThenOlderFirst) {
+  std::vector<json> lines;
+  lines.push_back(keyed("p1", create_plan_turn({plan_spec("left"), plan_spec("right")})));
+  lines.push_back(keyed("p2", create_plan_turn({plan_spec("more")})));
+  lines.push_back(create_plan_turn({plan_spec("last")}));  // the third plan, whatever its id
+  add_spec_tree(lines, "p1-s1", "left", "left");
+  add_spec_tree(lines, "p1-s2", "right", "right");
+  add_spec_tree(lines, "p2-s1", "more", "more");
+  // p1-s1 holds the one slot while p2 is approved and p3 asked for.
+  for (json& line : lines)
+    if (line.value("loop", "") == "p1-s1") line["delay_ms"] = 2000;
+  start(lines, "[scheduler]\nmax_running = 1\n");
+  EventLog events(*daemon_, {"loop.updated"});
+  const std::string p1 = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(p1)["status"], "awaiting_approval");
+  const std::string p2 = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(p2)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", p1}});
+  daemon_->call("plan.approve", {{"id", p2}});
+  const json p3 = create_plan();
+  EXPECT_EQ(p3["status"], "queued") << p3.dump(2);
+  EXPECT_EQ(p3["queue_reason"], "waiting for a slot") << p3.dump(2);
+  const std::string p3_id = p3["id"];  // ids count every loop: not "p3"
+  ASSERT_EQ(wait_awaiting(p3_id)["status"], "awaiting_approval");
+  // The plan loop ran last: both trees were done by then.
+  EXPECT_EQ(get_loop(*daemon_, p1)["status"], "completed");
+  EXPECT_EQ(get_loop(*daemon_, p2)["status"], "completed");
+
+  ASSERT_TRUE(events.wait_for(status_event(p3_id, "awaiting_approval"), 10s)) << "every event read";
+  // The order loops started in.
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  std::set<std::string> running;
+  std::size_t most = 0;
+  for (const auto& event : events.events()) {
+    if (event.event != "loop.updated") continue;
+    const json& loop = event.data["loop"];
+    const std::string loop_id = loop["id"];
+    if (loop["status"] == "running") {
+      running.insert(loop_id);
+      if (seen.insert(loop_id).second) order.push_back(loop_id);
+    } else {
+      running.erase(loop_id);
+    }
+    most = std::max(most, running.size());
+  }
+  EXPECT_EQ(most, 1u);
+  auto subtree = [](const std::string& spec) {
+    std::vector<std::string> ids = {spec};
+    for (int i = 1; i <= 3; ++i) {
+      ids.push_back(spec + "-ph" + std::to_string(i));
+      ids.push_back(spec + "-ph" + std::to_string(i) + "-c1");
+    }
+    return ids;
+  };
+  // A spec's phases and code run before any other spec; p1's second spec
+  // (older) before p2's; the plan p3, asked for while p1-s1 ran, last.
+  std::vector<std::string> expected = {"p1", "p2"};
+  for (const char* spec : {"p1-s1", "p1-s2", "p2-s1"}) {
+    const auto ids = subtree(spec);
+    expected.insert(expected.end(), ids.begin(), ids.end());
+  }
+  expected.push_back(p3_id);
+  EXPECT_EQ(order, expected);
 }
 
 // ---- merges ----------------------------------------------------------------------------
