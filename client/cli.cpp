@@ -15,6 +15,7 @@
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
 #include "client/plan_commands.hpp"
+#include "client/tui_command.hpp"
 
 namespace loopr::client {
 namespace {
@@ -415,6 +416,14 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   gc_cmd->add_flag("--dry-run", gc_dry_run, "only say what would be removed");
   gc_cmd->callback(
       [&] { command = [&](const CommandContext& c) { return run_gc(c, gc_dry_run); }; });
+
+  std::string tui_repo;
+  auto* tui_cmd = app.add_subcommand(
+      "tui", "watch and steer loops, plans, tool calls and approvals in a terminal UI");
+  tui_cmd->add_option("--repo", tui_repo,
+                      "the repository new plans are made in (default: the current folder)");
+  tui_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_tui(c, tui_repo); }; });
 
   try {
     app.parse(argc, argv);

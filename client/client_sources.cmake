@@ -21,7 +21,8 @@ add_library(loopr_client STATIC
   plan_commands.cpp
   text_format.cpp
   tool_commands.cpp
-  tool_result_view.cpp)
+  tool_result_view.cpp
+  tui_command.cpp)
 target_include_directories(loopr_client PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(loopr_client PUBLIC loopr_proto loopr_config CLI11::CLI11)
 loopr_target_options(loopr_client)
