@@ -23,6 +23,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   ripgrep bubblewrap hyperfine util-linux
+  # the TUI's end-to-end tests run loopr-tui in a real terminal
+  tmux
   # commands the attack tests run inside jobs (curl for the no-net refusal)
   curl
   # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator

@@ -18,12 +18,14 @@ void App::on_message(LinkMessage message, std::int64_t now_ms) {
       break;
     case LinkMessage::Kind::snapshot:
       state_.apply_snapshot(message.snapshot, message.steady_ms);
+      state_.note_reading_time(now_ms);
       // A new connection: what the detail pane showed may be stale.
       state_.close_detail();
       plans_asked_.clear();
       break;
     case LinkMessage::Kind::metrics:
       state_.apply_metrics(message.metrics, message.steady_ms);
+      state_.note_reading_time(now_ms);
       break;
     case LinkMessage::Kind::event: {
       const auto& event = message.event;

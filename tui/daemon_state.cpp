@@ -90,6 +90,12 @@ void DaemonState::apply_metrics(const json& metrics, std::int64_t steady_ms) {
   ++version_;
 }
 
+std::optional<std::int64_t> DaemonState::uptime_ms(std::int64_t now_ms) const {
+  if (!uptime_ms_) return std::nullopt;
+  if (uptime_read_at_ms_ <= 0 || now_ms < uptime_read_at_ms_) return uptime_ms_;
+  return *uptime_ms_ + (now_ms - uptime_read_at_ms_);
+}
+
 std::vector<const json*> DaemonState::plans_awaiting() const {
   std::vector<const json*> out;
   for (const json& loop : loops_)

@@ -98,10 +98,13 @@ class DaemonState {
 
   // ---- header ----
   const std::string& daemon_version() const { return daemon_version_; }
-  std::optional<std::int64_t> uptime_ms() const { return uptime_ms_; }
+  // looprd's uptime at wall-clock `now_ms`: the last reading plus the time
+  // since it was read (note_reading_time()).
+  std::optional<std::int64_t> uptime_ms(std::int64_t now_ms) const;
+  // The wall clock when the last snapshot or metrics were applied.
+  void note_reading_time(std::int64_t now_ms) { uptime_read_at_ms_ = now_ms; }
   const std::vector<LaneFigures>& lanes() const { return lanes_; }
   std::optional<double> calls_per_second() const { return calls_per_second_; }
-  void set_uptime(std::int64_t uptime_ms) { uptime_ms_ = uptime_ms; }
 
   // ---- tool calls, newest last ----
   const std::deque<ToolCallRecord>& tool_calls() const { return tool_calls_; }
@@ -124,6 +127,7 @@ class DaemonState {
   std::string link_detail_;
   std::string daemon_version_;
   std::optional<std::int64_t> uptime_ms_;
+  std::int64_t uptime_read_at_ms_ = 0;
   std::vector<LaneFigures> lanes_;
   std::optional<double> calls_per_second_;
   std::optional<std::pair<std::int64_t, double>> last_calls_;  // steady ms, total count

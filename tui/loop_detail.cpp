@@ -3,6 +3,7 @@
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
 #include "common/utf8.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::tui {
 namespace {
@@ -24,12 +25,45 @@ std::optional<std::int64_t> optional_integer(const json& object, std::string_vie
   return integer_of(object, key);
 }
 
-// A tool result's content as text: strings as they are, anything else as
-// indented JSON.
+// What a tool call gave, for a person: the content's JSON object (the
+// loop stores the tool's output as compact JSON text) shown by its useful
+// fields — a file's numbered lines, a command's output and exit code, an
+// error's message and hint — else indented; other text as it is.
 std::string content_text(const json& content) {
-  if (content.is_string()) return content.get<std::string>();
   if (content.is_null()) return {};
-  return client::pretty_json(content);
+  json value = content;
+  if (content.is_string()) {
+    const std::string& text = content.get_ref<const std::string&>();
+    if (text.size() > 4 * LoopDetail::kMaxOutputBytes || text.empty() || text.front() != '{')
+      return text;
+    auto parsed = proto::parse_json_bounded(text);
+    if (!parsed || !parsed->is_object()) return text;
+    value = std::move(*parsed);
+  }
+  if (!value.is_object()) return client::pretty_json(value);
+  if (value.contains("error")) {
+    const json& error = value["error"];
+    std::string out = "error: " + string_of(error, "code") + ": " + string_of(error, "message");
+    if (!string_of(error, "hint").empty()) out += "\nhint: " + string_of(error, "hint");
+    return out;
+  }
+  if (member(value, "content").is_string()) return value["content"].get<std::string>();
+  if (value.contains("stdout") || value.contains("stderr")) {
+    std::string out = string_of(value, "stdout") + string_of(value, "stderr");
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out + "exit code " + client::cell(value, "exit_code");
+  }
+  return client::pretty_json(value);
+}
+
+// A call's arguments as compact JSON; models' arguments arrive as JSON text,
+// shown parsed when they are JSON (else as the text they are).
+std::string arguments_text(const json& arguments) {
+  if (!arguments.is_string()) return client::compact_json(arguments);
+  const std::string& text = arguments.get_ref<const std::string&>();
+  if (text.size() > 4 * LoopDetail::kMaxArgumentBytes) return text;
+  auto parsed = proto::parse_json_bounded(text);
+  return parsed ? client::compact_json(*parsed) : text;
 }
 
 }  // namespace
@@ -233,8 +267,8 @@ void LoopDetail::apply_step(const json& step) {
       entry.iteration = iteration;
       entry.call_id = string_of(call, "id");
       entry.tool = string_of(call, "name");
-      append_capped(entry.arguments, client::compact_json(member(call, "arguments")),
-                    kMaxArgumentBytes, false);
+      append_capped(entry.arguments, arguments_text(member(call, "arguments")), kMaxArgumentBytes,
+                    false);
       entry.status = "running";
       entry.started_at_ms = at_ms;
       push(std::move(entry));

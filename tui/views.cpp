@@ -118,8 +118,8 @@ Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, b
   first.add(kSeparator);
   first.add(state.daemon_version().empty() ? "looprd ?"
                                            : "looprd " + printable(state.daemon_version()));
-  if (state.uptime_ms())
-    first.add(kSeparator).add("up " + client::format_duration_ms(*state.uptime_ms()));
+  if (const auto uptime = state.uptime_ms(now_ms))
+    first.add(kSeparator).add("up " + client::format_duration_ms(*uptime));
   first.add(kSeparator);
   switch (state.link()) {
     case LinkState::connected:
@@ -423,7 +423,7 @@ Lines approvals_body(const DaemonState& state, UiState& ui, std::size_t width, s
 Lines tools_body(const DaemonState& state, UiState& ui, std::size_t width, std::size_t height,
                  std::int64_t now_ms) {
   Lines out;
-  const std::vector<std::size_t> widths = {8, 8, 20, 7, 14, 10, 9, 0};
+  const std::vector<std::size_t> widths = {8, 7, 16, 7, 13, 10, 9, 0};
   out.push_back(row({{"AGO", Style::bold},
                      {"CALL", Style::bold},
                      {"TOOL", Style::bold},
@@ -845,6 +845,8 @@ Lines compose(const DaemonState& state, UiState& ui, ScreenSize size, std::int64
       input = encode_utf8(chars);
     }
     status.add(printable(label), Style::input).add(printable(input) + "\xe2\x96\x8f", Style::input);
+  } else if (ui.help) {
+    status.add("j k PgUp PgDn scroll \xc2\xb7 any other key closes the help", Style::dim);
   } else if (ui.confirm) {
     status.add(printable(ui.confirm_question), Style::warn);
   } else if (!ui.message.empty()) {

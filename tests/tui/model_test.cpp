@@ -204,6 +204,31 @@ TEST(LoopDetail, ToolCallsGetStatusDurationOutputAndLiveOutput) {
   EXPECT_EQ(detail.entries()[0].output, "built ok");
 }
 
+TEST(LoopDetail, ResultsStoredAsJsonTextShowTheirUsefulFields) {
+  LoopDetail detail("c1");
+  const auto results = [](std::string content) {
+    return json{{"results",
+                 {{{"call_id", "t"}, {"ok", true}, {"status", "success"}, {"content", content}}}}};
+  };
+  const auto call = [](std::int64_t id) {
+    return step(id, 1, "tool_calls_started",
+                {{"calls", {{{"id", "t"}, {"name", "x"}, {"arguments", json::object()}}}}});
+  };
+  detail.load_transcript(json::array(
+      {call(1), step(2, 1, "tool_results", results(R"({"content":"     1|41\n","total_lines":1})")),
+       call(3),
+       step(4, 1, "tool_results", results(R"({"stdout":"hi\n","stderr":"","exit_code":0})")),
+       call(5),
+       step(6, 1, "tool_results",
+            results(R"({"error":{"code":"no_match","message":"not found","hint":"read it"}})")),
+       call(7), step(8, 1, "tool_results", results("plain text"))}));
+  ASSERT_EQ(detail.entries().size(), 4u);
+  EXPECT_EQ(detail.entries()[0].output, "     1|41\n");
+  EXPECT_EQ(detail.entries()[1].output, "hi\nexit code 0");
+  EXPECT_EQ(detail.entries()[2].output, "error: no_match: not found\nhint: read it");
+  EXPECT_EQ(detail.entries()[3].output, "plain text");
+}
+
 TEST(LoopDetail, LiveOutputKeepsItsTailWithinTheCap) {
   LoopDetail detail("c1");
   detail.load_transcript(json::array());
