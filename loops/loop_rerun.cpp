@@ -180,12 +180,31 @@ asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
   }
 
   // From here to launch() nothing waits, so the tree never sees half of it.
+  // A crash can: the loops brought back are stored first and the re-run
+  // last, so any part of it stored alone leaves this loop failed under
+  // parents that wait, and the next reconcile ends the tree again, as it
+  // was (flagged for a new re-run).
   std::vector<std::string> invalidated;
   std::vector<std::shared_ptr<LoopRun>> below;
   for (const auto& loop : descendants_of(id)) {
     if (loop->status() == LoopStatus::invalidated) continue;
     invalidated.push_back(loop->id());
     below.push_back(loop);
+  }
+  const std::string why = "resumed: " + id + " is re-run";
+  json revived = json::array();
+  for (const auto& loop : *revive) {
+    const std::string before = loop->progress().status_before_tree_ended;
+    const LoopStatus back = before == "waiting"             ? LoopStatus::waiting
+                            : before == "awaiting_approval" ? LoopStatus::awaiting_approval
+                                                            : LoopStatus::queued;
+    loop->revive(back, why);
+    revived.push_back(loop->id());
+  }
+  for (const auto& ancestor : ancestors_of(*run)) {
+    if (ancestor->status() == LoopStatus::waiting) continue;
+    ancestor->revive(LoopStatus::waiting, why);
+    revived.push_back(ancestor->id());
   }
   LoopProgress& progress = run->progress_for_update();
   progress.generation += 1;
@@ -197,21 +216,6 @@ asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
                              {"invalidated", invalidated},
                              {"generation", progress.generation}})) {
     co_return make_error(errc::io, "the store refused the re-run");
-  }
-  const std::string why = "resumed: " + id + " is re-run";
-  json revived = json::array();
-  for (const auto& ancestor : ancestors_of(*run)) {
-    if (ancestor->status() == LoopStatus::waiting) continue;
-    ancestor->revive(LoopStatus::waiting, why);
-    revived.push_back(ancestor->id());
-  }
-  for (const auto& loop : *revive) {
-    const std::string before = loop->progress().status_before_tree_ended;
-    const LoopStatus back = before == "waiting"             ? LoopStatus::waiting
-                            : before == "awaiting_approval" ? LoopStatus::awaiting_approval
-                                                            : LoopStatus::queued;
-    loop->revive(back, why);
-    revived.push_back(loop->id());
   }
   spdlog::info("loop {} re-run: {} invalidated, {} brought back", id, invalidated.size(),
                revived.size());
