@@ -157,7 +157,18 @@ git -C "$planned" -c user.name=demo -c user.email=demo@localhost commit -q -m "c
 show ctl plan --provider demo-plan --repo "$planned" \
   "Add a sub operation to calc.sh with its tests, then document every operation."
 plan_id=$(ctl --json loops --type plan | grep -o '"id": *"p[0-9]*"' | grep -o 'p[0-9]*' | tail -n 1)
-show ctl plan approve "$plan_id" --follow
+plan_status() { ctl loops --type plan | awk -v id="$plan_id" '$1 == id { print $3 }'; }
+if [ "${LOOPR_DEMO_TUI:-}" = 1 ] && [ "${CI:-}" != true ]; then
+  # Optional: approve the plan from the TUI (README, "The TUI").
+  echo "-- approve $plan_id from the TUI: in a second terminal run"
+  echo "   LOOPR_SOCKET=$LOOPR_SOCKET $bin/looprctl tui --repo $planned"
+  echo "   press 2 (Approvals), read the plan, press a; the demo waits for it."
+  while [ "$(plan_status)" = awaiting_approval ]; do sleep 1; done
+  while case "$(plan_status)" in queued|running|waiting) true ;; *) false ;; esac; do sleep 1; done
+  echo "-- $plan_id is $(plan_status)"
+else
+  show ctl plan approve "$plan_id" --follow
+fi
 show ctl loops --tree
 
 step "the plan's branch holds the whole result"

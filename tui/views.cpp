@@ -628,7 +628,6 @@ Lines markdown_lines(const std::string& markdown, std::size_t width) {
       out.push_back(Line((first ? "" : indent) + piece, style));
       first = false;
     }
-    if (text.empty()) out.emplace_back();
   }
   return out;
 }
