@@ -23,6 +23,10 @@ asio::awaitable<Result<json>> MethodRegistry::loop_transcript(ClientSession&, co
   co_return services_.loops.transcript(params);
 }
 
+asio::awaitable<Result<json>> MethodRegistry::loop_diff(ClientSession&, const json& params) {
+  co_return co_await services_.loops.diff(params);
+}
+
 asio::awaitable<Result<json>> MethodRegistry::loop_export(ClientSession&, const json& params) {
   co_return services_.loops.export_turns(params);
 }

@@ -115,6 +115,7 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
       {"loop.get", {&MethodRegistry::loop_get}},
       {"loop.transcript", {&MethodRegistry::loop_transcript}},
       {"loop.export", {&MethodRegistry::loop_export}},
+      {"loop.diff", {&MethodRegistry::loop_diff}},
       {"loop.pause", {&MethodRegistry::loop_pause}},
       {"loop.resume", {&MethodRegistry::loop_resume}},
       {"loop.cancel", {&MethodRegistry::loop_cancel}},

@@ -76,6 +76,7 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> loop_get(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_transcript(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_export(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> loop_diff(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_pause(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_resume(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> loop_cancel(ClientSession&, const nlohmann::json&);

@@ -333,6 +333,35 @@ Result<json> LoopEngine::transcript(const json& params) const {
   return json{{"loop_id", (*run)->id()}, {"steps", std::move(out)}, {"more", more}};
 }
 
+asio::awaitable<Result<json>> LoopEngine::diff(const json& params) {
+  auto found = find(params);
+  if (!found) co_return std::move(found).error();
+  const LoopSpec spec = (*found)->spec();
+  if (spec.base_commit.empty()) {
+    co_return invalid_state("loop " + spec.id + " has not started: it has no branch yet",
+                            "it has one once it leaves the queue");
+  }
+  auto stat_param = bool_param(params, "stat_only", false);
+  if (!stat_param) co_return std::move(stat_param).error();
+  const bool stat_only = *stat_param;
+  auto git_work = [=]() -> Result<json> {
+    auto stat = branch_diff(spec.repo, spec.base_commit, spec.branch, true);
+    if (!stat) return std::move(stat).error();
+    json result = {{"loop_id", spec.id},
+                   {"from", spec.base_commit},
+                   {"from_branch", spec.parent_branch.empty() ? spec.base : spec.parent_branch},
+                   {"to", spec.branch},
+                   {"stat", *stat}};
+    if (!stat_only) {
+      auto full = branch_diff(spec.repo, spec.base_commit, spec.branch, false);
+      if (!full) return std::move(full).error();
+      result["diff"] = *full;
+    }
+    return result;
+  };
+  co_return co_await offload(git_pool_, git_work);
+}
+
 Result<json> LoopEngine::export_turns(const json& params) const {
   auto run = find(params);
   if (!run) return std::move(run).error();
@@ -398,8 +427,12 @@ asio::awaitable<Result<json>> LoopEngine::remove(const json& params) {
     co_return invalid_state("loop " + run->id() + " is " + std::string(to_string(run->status())),
                             "cancel it first: looprctl loop cancel " + run->id());
   }
-  const bool remove_worktree_too = params.value("remove_worktree", false);
-  const bool remove_branch = params.value("remove_branch", false);
+  auto worktree_param = bool_param(params, "remove_worktree", false);
+  if (!worktree_param) co_return std::move(worktree_param).error();
+  auto branch_param = bool_param(params, "remove_branch", false);
+  if (!branch_param) co_return std::move(branch_param).error();
+  const bool remove_worktree_too = *worktree_param;
+  const bool remove_branch = *branch_param;
   bool worktree_removed = false;
   bool branch_removed = false;
   if (remove_worktree_too || remove_branch) {

@@ -72,6 +72,9 @@ class LoopEngine {
   Result<nlohmann::json> get(const nlohmann::json& params) const;
   Result<nlohmann::json> transcript(const nlohmann::json& params) const;
   Result<nlohmann::json> export_turns(const nlohmann::json& params) const;
+  // What the loop's branch changed since it was made from its parent's
+  // branch (or its base): the committed work, its merged children included.
+  asio::awaitable<Result<nlohmann::json>> diff(const nlohmann::json& params);
   Result<nlohmann::json> pause(const nlohmann::json& params);
   Result<nlohmann::json> resume(const nlohmann::json& params);
   Result<nlohmann::json> cancel(const nlohmann::json& params);

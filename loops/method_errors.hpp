@@ -34,6 +34,15 @@ inline std::string text_param(const nlohmann::json& params, const char* key) {
   return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// params[key] as a bool: absent or null → `fallback`; another type → an Error.
+inline Result<bool> bool_param(const nlohmann::json& params, const char* key, bool fallback) {
+  if (!params.is_object()) return fallback;
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return invalid(std::string(key) + " must be true or false");
+  return it->get<bool>();
+}
+
 inline bool is_blank(const std::string& text) {
   return text.find_first_not_of(" \t\r\n") == std::string::npos;
 }

@@ -223,7 +223,9 @@ asio::awaitable<Result<json>> LoopEngine::plan_merge(const json& params) {
 }
 
 asio::awaitable<Result<json>> LoopEngine::gc(const json& params) {
-  const bool dry_run = params.is_object() && params.value("dry_run", false);
+  auto dry_param = bool_param(params, "dry_run", false);
+  if (!dry_param) co_return std::move(dry_param).error();
+  const bool dry_run = *dry_param;
   json removed = json::array();
   json kept = json::array();
   co_await remove_finished_worktrees(true, dry_run, &removed, &kept);

@@ -159,9 +159,8 @@ class TreeRemover {
   unsigned long next_ = 0;
 };
 
-Result<std::string> diff_output(const WorktreeInfo& info, const std::string& from,
+Result<std::string> diff_output(Result<GitCommand> git, const std::string& from,
                                 const std::string& to, bool stat) {
-  Result<GitCommand> git = worktree_git(info);
   if (!git) return std::move(git).error();
   Result<std::string> from_sha = resolve_commit(*git, from, "the diff's start");
   if (!from_sha) return std::move(from_sha).error();
@@ -360,12 +359,20 @@ Result<std::string> head_commit(const WorktreeInfo& info) {
 }
 
 Result<std::string> diff(const WorktreeInfo& info, const std::string& from, const std::string& to) {
-  return diff_output(info, from, to, false);
+  return diff_output(worktree_git(info), from, to, false);
 }
 
 Result<std::string> diff_stat(const WorktreeInfo& info, const std::string& from,
                               const std::string& to) {
-  return diff_output(info, from, to, true);
+  return diff_output(worktree_git(info), from, to, true);
+}
+
+Result<std::string> branch_diff(const std::string& repo, const std::string& from,
+                                const std::string& to, bool stat) {
+  if (to.empty()) return make_error(errc::invalid_arguments, "branch_diff needs an end commit");
+  Result<Repo> found = open_repo(repo);
+  if (!found) return std::move(found).error();
+  return diff_output(repo_git(*found), from, to, stat);
 }
 
 Result<void> remove_worktree(const WorktreeInfo& info, bool delete_branch) {

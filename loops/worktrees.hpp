@@ -75,6 +75,11 @@ Result<std::string> diff(const WorktreeInfo& info, const std::string& from, cons
 Result<std::string> diff_stat(const WorktreeInfo& info, const std::string& from,
                               const std::string& to);
 
+// diff() (or diff_stat() with `stat`) between two commit-ishes of `repo`,
+// read from the repository itself: for a loop whose worktree is gone too.
+Result<std::string> branch_diff(const std::string& repo, const std::string& from,
+                                const std::string& to, bool stat);
+
 // Deletes the worktree folder (without following any link in it), then git's
 // admin dir for it. Keeps the branch unless `delete_branch`. Removing a
 // worktree that is already gone succeeds.

@@ -222,6 +222,25 @@ TEST_F(PlanTest, AWholePlanRunsThroughSpecsPhasesAndCodeLoopsAndItsBranchHoldsEv
       << "the last commit is a merge (two parents)";
   EXPECT_EQ(file_text(repo_.path + "/answer.txt"), "41\n");
 
+  // loop.diff: what a loop's branch changed since it was made from its
+  // parent's; a parent's includes what its children merged into it.
+  const json code_diff = daemon_->call("loop.diff", {{"id", "p1-s1-ph1-c1"}});
+  EXPECT_EQ(code_diff["from_branch"], "loop/p1-s1-ph1") << code_diff.dump(2);
+  EXPECT_EQ(code_diff["to"], "loop/p1-s1-ph1-c1");
+  const std::string patch = code_diff["diff"];
+  EXPECT_NE(patch.find("-41\n+42"), std::string::npos) << patch;
+  EXPECT_NE(code_diff["stat"].get<std::string>().find("answer.txt"), std::string::npos);
+  const json plan_diff = daemon_->call("loop.diff", {{"id", id}, {"stat_only", true}});
+  EXPECT_FALSE(plan_diff.contains("diff")) << plan_diff.dump(2);
+  for (const char* file : {"answer.txt", "notes/a.txt", "notes/notes-three.txt"}) {
+    EXPECT_NE(plan_diff["stat"].get<std::string>().find(file), std::string::npos)
+        << file << " in " << plan_diff.dump(2);
+  }
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.diff", {{"id", id}, {"stat_only", "yes"}}), -32602);
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.gc", {{"dry_run", 1}}), -32602);
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.delete", {{"id", id}, {"remove_worktree", "yes"}}),
+            -32602);
+
   // The scheduler's limit held: never more than two loops running at once.
   ASSERT_TRUE(events.wait_for(status_event(id, "completed"), 10s)) << "every event read";
   std::set<std::string> running;
