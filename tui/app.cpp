@@ -22,6 +22,8 @@ void App::on_message(LinkMessage message, std::int64_t now_ms) {
       // A new connection: what the detail pane showed may be stale.
       state_.close_detail();
       plans_asked_.clear();
+      diff_in_flight_ = false;
+      diff_stale_ = false;
       break;
     case LinkMessage::Kind::metrics:
       state_.apply_metrics(message.metrics, message.steady_ms);
@@ -32,6 +34,16 @@ void App::on_message(LinkMessage message, std::int64_t now_ms) {
       if (event.event == "loop.iteration" && state_.detail() != nullptr &&
           string_of(event.data, "loop_id") == state_.detail()->loop_id())
         detail_refresh_ = true;  // iterations and budget come from loop.get
+      if (state_.detail() != nullptr && state_.detail()->diff()) {
+        const std::string followed = state_.detail()->loop_id();
+        // A commit of the loop, or a child's work merged into its branch.
+        if ((event.event == "loop.step" && string_of(event.data, "loop_id") == followed &&
+             string_of(member(event.data, "step"), "kind") == "committed") ||
+            (event.event == "loop.merged" &&
+             string_of(event.data, "into") == state_.detail()->diff()->to &&
+             !state_.detail()->diff()->to.empty()))
+          diff_stale_ = true;
+      }
       state_.apply_event(event, now_ms);
       break;
     }
@@ -56,6 +68,17 @@ void App::on_reply(const LinkMessage& message) {
     if (!message.ok) {
       ui_.message = "cannot read the journal of " + id + ": " + message.detail;
       ui_.message_is_error = true;
+    }
+    return;
+  }
+  if (command.method == "loop.diff") {
+    diff_in_flight_ = false;
+    if (state_.detail() != nullptr && state_.detail()->loop_id() == id) {
+      if (message.ok) {
+        state_.detail()->set_diff(message.result);
+      } else {
+        state_.detail()->set_diff_error(message.detail);
+      }
     }
     return;
   }
@@ -101,6 +124,13 @@ std::vector<Command> App::follow_ups() {
     } else if (detail_refresh_) {
       out.push_back({"loop.get", {{"id", ui_.detail_loop}}, "read " + ui_.detail_loop});
       detail_refresh_ = false;
+    }
+    const LoopDetail* detail = state_.detail();
+    if (ui_.detail_view == DetailView::diff && detail != nullptr && !diff_in_flight_ &&
+        (!detail->diff() || diff_stale_)) {
+      out.push_back({"loop.diff", {{"id", ui_.detail_loop}}, "diff " + ui_.detail_loop});
+      diff_in_flight_ = true;
+      diff_stale_ = false;
     }
   }
   for (const json* plan : state_.plans_awaiting()) {

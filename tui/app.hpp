@@ -3,7 +3,9 @@
 // UiState (tui/keys.hpp), and says which requests to send: the person's
 // actions, and the fetches the panes need (loop.get and loop.transcript when
 // a detail pane opens or after a reconnect, plan.get for a plan awaiting
-// approval whose text is not known yet).
+// approval whose text is not known yet, loop.diff while the detail pane
+// shows the branch's diff, again after the loop commits or a child merges
+// into it).
 // Not thread-safe: the UI thread owns it.
 #pragma once
 
@@ -43,6 +45,8 @@ class App {
   UiState ui_;
   std::set<std::string> plans_asked_;
   bool detail_refresh_ = false;  // loop.get again for the followed loop
+  bool diff_in_flight_ = false;  // a loop.diff is asked and not answered
+  bool diff_stale_ = false;      // the followed loop committed since its diff was read
 };
 
 }  // namespace loopr::tui

@@ -137,11 +137,19 @@ void open_detail(UiState& ui, const std::string& loop_id) {
   if (loop_id.empty()) return;
   if (ui.pane != Pane::detail) ui.back = ui.pane;
   ui.pane = Pane::detail;
-  if (ui.detail_loop != loop_id) {
+  if (ui.detail_loop != loop_id || ui.detail_view != DetailView::journal) {
     ui.detail_loop = loop_id;
+    ui.detail_view = DetailView::journal;
     ui.detail_top = 0;
     ui.detail_follow = true;
   }
+}
+
+// The detail pane on `view`: the diff from its top, the journal following.
+void show_view(UiState& ui, DetailView view) {
+  ui.detail_view = view;
+  ui.detail_top = 0;
+  ui.detail_follow = view == DetailView::journal;
 }
 
 std::vector<Command> submit_prompt(UiState& ui, const Visible& visible) {
@@ -395,6 +403,16 @@ std::vector<Command> act(UiState& ui, const DaemonState& state, const Visible& v
     case Action::follow:
       ui.detail_follow = true;
       break;
+    case Action::diff:
+      if (ui.pane == Pane::detail) {
+        show_view(ui, ui.detail_view == DetailView::diff ? DetailView::journal : DetailView::diff);
+      } else if (state.find_loop(ui.loop_cursor) != nullptr) {
+        open_detail(ui, ui.loop_cursor);
+        show_view(ui, DetailView::diff);
+      } else {
+        say(ui, "select a loop first", true);
+      }
+      break;
   }
   return out;
 }
@@ -532,6 +550,11 @@ const std::vector<Binding>& key_bindings() {
        "iterate the plan with feedback"},
       {{ch('o')}, "o", kInDetail, Action::fold, "fold / unfold tool output"},
       {{ch('F')}, "F", kInDetail, Action::follow, "follow new lines"},
+      {{ch('D')},
+       "D",
+       kInLoops | kInDetail,
+       Action::diff,
+       "the branch's diff against its parent / the journal"},
   };
   return table;
 }

@@ -76,6 +76,7 @@ enum class Action {
   iterate,
   fold,
   follow,
+  diff,
 };
 
 // Panes a binding works in.

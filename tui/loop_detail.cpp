@@ -126,6 +126,24 @@ void LoopDetail::load_transcript(const json& steps) {
   ++version_;
 }
 
+void LoopDetail::set_diff(const json& result) {
+  BranchDiff diff;
+  diff.from = string_of(result, "from");
+  diff.from_branch = string_of(result, "from_branch");
+  diff.to = string_of(result, "to");
+  append_capped(diff.stat, string_of(result, "stat"), kMaxDiffBytes / 8, false);
+  diff.truncated = append_capped(diff.diff, string_of(result, "diff"), kMaxDiffBytes, false);
+  diff_ = std::move(diff);
+  ++version_;
+}
+
+void LoopDetail::set_diff_error(std::string error) {
+  BranchDiff diff;
+  diff.error = std::move(error);
+  diff_ = std::move(diff);
+  ++version_;
+}
+
 void LoopDetail::apply_event(const proto::Event& event) {
   const json& data = event.data;
   std::string about = string_of(data, "loop_id");

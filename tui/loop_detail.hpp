@@ -58,6 +58,17 @@ struct DetailEntry {
   std::string command;
 };
 
+// loop.diff's answer: what the loop's branch changed since it was made.
+struct BranchDiff {
+  std::string from;         // the commit the branch was made at
+  std::string from_branch;  // its parent's branch (or its base)
+  std::string to;           // the loop's branch
+  std::string stat;         // as `git diff --stat`
+  std::string diff;         // unified, capped (kMaxDiffBytes here, the daemon's cap before)
+  bool truncated = false;   // cut here (the daemon marks its own cut in the middle)
+  std::string error;        // why there is no diff (no branch yet, ...)
+};
+
 class LoopDetail {
  public:
   static constexpr std::size_t kMaxEntries = 2000;
@@ -65,6 +76,7 @@ class LoopDetail {
   static constexpr std::size_t kMaxOutputBytes = 16 * 1024;
   static constexpr std::size_t kMaxArgumentBytes = 2 * 1024;
   static constexpr std::size_t kMaxPendingEvents = 4000;
+  static constexpr std::size_t kMaxDiffBytes = 512 * 1024;
 
   explicit LoopDetail(std::string loop_id) : loop_id_(std::move(loop_id)) {}
 
@@ -80,6 +92,12 @@ class LoopDetail {
 
   // An event of any kind; those not about this loop are ignored.
   void apply_event(const proto::Event& event);
+
+  // The branch diff (loop.diff), once asked and answered; `result` is
+  // loop.diff's result, `error` the failure's message.
+  const std::optional<BranchDiff>& diff() const { return diff_; }
+  void set_diff(const nlohmann::json& result);
+  void set_diff_error(std::string error);
 
   const std::deque<DetailEntry>& entries() const { return entries_; }
   std::uint64_t dropped_entries() const { return dropped_; }
@@ -97,6 +115,7 @@ class LoopDetail {
   std::string loop_id_;
   nlohmann::json loop_;
   std::deque<DetailEntry> entries_;
+  std::optional<BranchDiff> diff_;
   std::deque<proto::Event> pending_;
   bool loaded_ = false;
   std::int64_t last_step_id_ = 0;

@@ -23,6 +23,8 @@ enum class Style {
   tab,         // an inactive tab
   tab_active,  // the pane shown
   input,       // the prompt line
+  added,       // a diff's added line
+  removed,     // a diff's removed line
 };
 
 struct Span {

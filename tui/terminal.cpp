@@ -92,13 +92,18 @@ Look look_of(Style style) {
       return {COLOR_BLACK, COLOR_WHITE, A_REVERSE, A_BOLD};
     case Style::input:
       return {-1, -1, A_BOLD, A_BOLD};
+    case Style::added:
+      return {COLOR_GREEN, -1, A_BOLD, A_NORMAL};
+    case Style::removed:
+      return {COLOR_RED, -1, A_DIM, A_NORMAL};
   }
   return {-1, -1, A_NORMAL, A_NORMAL};
 }
 
-constexpr Style kStyles[] = {Style::normal,   Style::dim,  Style::bold,       Style::title,
-                             Style::selected, Style::good, Style::bad,        Style::warn,
-                             Style::active,   Style::tab,  Style::tab_active, Style::input};
+constexpr Style kStyles[] = {Style::normal,   Style::dim,    Style::bold,       Style::title,
+                             Style::selected, Style::good,   Style::bad,        Style::warn,
+                             Style::active,   Style::tab,    Style::tab_active, Style::input,
+                             Style::added,    Style::removed};
 
 short pair_of(Style style) {
   return static_cast<short>(static_cast<int>(style) + 1);

@@ -28,6 +28,9 @@ enum class StatusFilter {
 // How the tree's roots are ordered (children keep the plan's order).
 enum class SortOrder { created, updated, cost, status };
 
+// What the detail pane shows: the loop's journal, or its branch's diff.
+enum class DetailView { journal, diff };
+
 // What the prompt line is for.
 enum class Prompt { none, search, deny_reason, reject_reason, iterate_feedback, new_plan };
 
@@ -58,6 +61,7 @@ struct UiState {
   std::string tool_search;          // `/` in the tools pane: tool, lane, loop, status
 
   std::string detail_loop;  // the loop the detail pane shows
+  DetailView detail_view = DetailView::journal;
   std::size_t detail_top = 0;
   bool detail_follow = true;  // stick to the end as lines arrive
   bool fold_output = true;    // tool output folded to a few lines

@@ -200,7 +200,9 @@ Line tab_line(const DaemonState& state, const UiState& ui, std::size_t width) {
     line.add(" ");
   }
   if (ui.pane == Pane::detail) {
-    line.add(" " + printable(ui.detail_loop) + " ", Style::tab_active);
+    line.add(
+        " " + printable(ui.detail_loop) + (ui.detail_view == DetailView::diff ? " diff " : " "),
+        Style::tab_active);
     line.add(" ");
   }
   if (ui.pane == Pane::loops) {
@@ -732,6 +734,88 @@ Lines detail_lines(const LoopDetail& detail, const UiState& ui, std::size_t widt
   return out;
 }
 
+Lines diff_lines(const LoopDetail& detail, std::size_t width) {
+  Lines out;
+  const auto& diff = detail.diff();
+  if (!diff) {
+    out.push_back(Line("reading the diff\xe2\x80\xa6", Style::dim));
+    return out;
+  }
+  if (!diff->error.empty()) {
+    for (const auto& piece : wrap_to_width("no diff: " + printable(diff->error), width))
+      out.push_back(Line(piece, Style::bad));
+    out.push_back(Line("(D: back to the journal)", Style::dim));
+    return out;
+  }
+  Line title;
+  title.add("diff ", Style::bold);
+  title.add(printable(diff->to), Style::bold);
+  title.add(" against " + printable(diff->from_branch) + " since " +
+            client::short_commit(json(diff->from)));
+  title.add("  (D: the journal)", Style::dim);
+  out.push_back(fitted(title, width));
+  // A diff line as text: tabs to spaces, control bytes escaped, cut to width.
+  const auto text_of = [&](std::string_view raw) {
+    std::string expanded;
+    for (const char c : raw) {
+      if (c == '\t') {
+        expanded.append(4 - expanded.size() % 4, ' ');
+      } else if (c != '\r') {
+        expanded.push_back(c);
+      }
+    }
+    return clip_to_width(printable(expanded), width);
+  };
+  const auto each_line = [](const std::string& text, const auto& visit) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (!visit(std::string_view(text).substr(start, end - start))) return;
+      start = end + 1;
+    }
+  };
+  const std::size_t cap = kMaxDiffLines;
+  std::size_t skipped = 0;
+  const auto add = [&](std::string_view raw, Style style) {
+    if (out.size() >= cap) {
+      ++skipped;
+      return true;
+    }
+    out.push_back(Line(text_of(raw), style));
+    return true;
+  };
+  if (diff->stat.empty() && diff->diff.empty()) {
+    out.push_back(Line("no change since the branch was made", Style::dim));
+    return out;
+  }
+  each_line(diff->stat, [&](std::string_view raw) { return add(raw, Style::normal); });
+  out.emplace_back();
+  each_line(diff->diff, [&](std::string_view raw) {
+    Style style = Style::normal;
+    if (raw.rfind("diff --git", 0) == 0 || raw.rfind("+++", 0) == 0 || raw.rfind("---", 0) == 0 ||
+        raw.rfind("index ", 0) == 0) {
+      style = Style::bold;
+    } else if (raw.rfind("@@", 0) == 0) {
+      style = Style::active;
+    } else if (!raw.empty() && raw.front() == '+') {
+      style = Style::added;
+    } else if (!raw.empty() && raw.front() == '-') {
+      style = Style::removed;
+    }
+    return add(raw, style);
+  });
+  if (skipped > 0)
+    out.push_back(Line("\xe2\x80\xa6 " + std::to_string(skipped) +
+                           " more lines not shown (git diff " + printable(diff->from) + ".." +
+                           printable(diff->to) + " shows them all)",
+                       Style::dim));
+  else if (diff->truncated)
+    out.push_back(
+        Line("\xe2\x80\xa6 the diff was cut to its first 512 KiB in the TUI", Style::dim));
+  return out;
+}
+
 Lines help_lines(std::size_t width) {
   Lines out;
   out.push_back(Line("keys (any other key closes this help)", Style::title));
@@ -765,6 +849,18 @@ std::size_t body_height(ScreenSize size) {
   return size.height > chrome ? size.height - chrome : 0;
 }
 
+namespace {
+
+// The detail pane's scrollable lines: the journal or the diff.
+Lines detail_pane_lines(const DaemonState& state, const UiState& ui, std::size_t width,
+                        std::int64_t now_ms) {
+  if (state.detail() == nullptr || state.detail()->loop_id() != ui.detail_loop) return {};
+  if (ui.detail_view == DetailView::diff) return diff_lines(*state.detail(), width);
+  return detail_lines(*state.detail(), ui, width, now_ms);
+}
+
+}  // namespace
+
 Lines compose(const DaemonState& state, UiState& ui, ScreenSize size, std::int64_t now_ms) {
   const std::size_t width = std::max<std::size_t>(size.width, 1);
   Lines screen = header(state, now_ms, width, size.height < 12);
@@ -794,9 +890,7 @@ Lines compose(const DaemonState& state, UiState& ui, ScreenSize size, std::int64
       case Pane::detail: {
         body = detail_header(state, ui, width, now_ms);
         const std::size_t room = height > body.size() ? height - body.size() : 0;
-        Lines lines = state.detail() != nullptr && state.detail()->loop_id() == ui.detail_loop
-                          ? detail_lines(*state.detail(), ui, width, now_ms)
-                          : Lines{};
+        Lines lines = detail_pane_lines(state, ui, width, now_ms);
         const std::size_t limit = lines.size() > room ? lines.size() - room : 0;
         if (ui.detail_follow || ui.detail_top > limit) ui.detail_top = limit;
         for (std::size_t i = ui.detail_top; i < lines.size() && body.size() < height; ++i)
@@ -872,7 +966,7 @@ Visible visible_rows(const DaemonState& state, const UiState& ui, ScreenSize siz
   if (ui.pane == Pane::detail && state.detail() != nullptr &&
       state.detail()->loop_id() == ui.detail_loop) {
     for (const auto& line :
-         detail_lines(*state.detail(), ui, std::max<std::size_t>(size.width, 1), now_ms))
+         detail_pane_lines(state, ui, std::max<std::size_t>(size.width, 1), now_ms))
       visible.detail.push_back(line.text());
     // The detail pane's own header takes three rows of the body.
     visible.page = height > 3 ? height - 3 : 1;

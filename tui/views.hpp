@@ -44,6 +44,13 @@ std::vector<const ToolCallRecord*> tool_rows(const DaemonState& state, const UiS
 Lines detail_lines(const LoopDetail& detail, const UiState& ui, std::size_t width,
                    std::int64_t now_ms);
 
+// The detail pane's lines when it shows the branch's diff (loop.diff): what
+// it is against, the stat, then the unified diff with added and removed
+// lines styled, each line cut to `width` (never wrapped), at most
+// kMaxDiffLines of it.
+inline constexpr std::size_t kMaxDiffLines = 5000;
+Lines diff_lines(const LoopDetail& detail, std::size_t width);
+
 // Markdown for the terminal: headings bold, lists and paragraphs wrapped.
 Lines markdown_lines(const std::string& markdown, std::size_t width);
 

@@ -2,10 +2,10 @@
 // runs loopr-tui against the real looprd (DaemonHarness) with the scripted
 // provider. Each test does what a person would and checks what they would
 // see on the screen: a loop appears and finishes, its detail shows the
-// model's text and a tool call's output, a call is approved from the TUI and
-// runs, a plan made and approved from the TUI grows its tree and completes,
-// every pane stays readable at 80x24, and a killed and restarted looprd
-// shows "reconnecting" and then the same loops.
+// model's text and a tool call's output and (D) its branch's diff, a call is approved from the TUI
+// and runs, a plan made and approved from the TUI grows its tree and completes, every pane stays
+// readable at 80x24, and a killed and restarted looprd shows "reconnecting" and then the same
+// loops.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -136,6 +136,16 @@ TEST_F(TuiTest, ALoopAppearsFinishesAndItsDetailShowsTheTextAndAToolCallsOutput)
   // The read's output, as the model read it: the file's one line, numbered.
   EXPECT_NE(detail.find("1|41"), std::string::npos) << detail;
   EXPECT_NE(detail.find(id + " code completed"), std::string::npos) << detail;
+
+  // D: the branch's diff against its parent, read from looprd.
+  tmux_->send_keys({"D"});
+  const std::string diff = expect_screen(
+      [](const std::string& screen) { return !line_with(screen, "+42").empty(); }, "+42");
+  EXPECT_NE(diff.find("-41"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("answer.txt | 2 +-"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("diff loop/" + id + " against"), std::string::npos) << diff;
+  tmux_->send_keys({"D"});
+  expect_text("Reading the answer file first.");
 
   tmux_->send_keys({"Escape"});
   expect_text("ELAPSED");
