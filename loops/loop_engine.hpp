@@ -166,6 +166,13 @@ class LoopEngine {
   Result<std::vector<std::shared_ptr<LoopRun>>> loops_to_revive(
       const std::shared_ptr<LoopRun>& run) const;
   std::vector<std::shared_ptr<LoopRun>> ancestors_of(const LoopRun& run) const;
+  // Why `run` cannot be re-run now (an Error saying what to do instead), or
+  // the loops the re-run brings back.
+  Result<std::vector<std::shared_ptr<LoopRun>>> rerun_refusal(
+      const std::shared_ptr<LoopRun>& run) const;
+  // Of an older generation than its parent, or under an invalidated loop:
+  // no longer part of its tree.
+  bool is_stale(const LoopRun& loop) const;
   asio::awaitable<void> end_tree(const std::string& plan_id, const std::string& reason);
   // Waits (at most 15 s) while end_tree() is still stopping loops of the
   // plan: a re-run must see the tree's end whole. False: it did not end in

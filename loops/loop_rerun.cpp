@@ -67,25 +67,12 @@ Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::loops_to_revive(
   std::set<std::string> above;
   for (const auto& ancestor : ancestors_of(*run))
     above.insert(ancestor->id());
-  // A loop of an older generation, or under an invalidated one, is not part
-  // of the tree any more.
-  auto stale = [&](const LoopRun& loop) {
-    const LoopRun* child = &loop;
-    for (const auto& ancestor : ancestors_of(loop)) {
-      if (ancestor->status() == LoopStatus::invalidated ||
-          child->spec().generation < ancestor->progress().generation) {
-        return true;
-      }
-      child = ancestor.get();
-    }
-    return false;
-  };
   std::vector<std::shared_ptr<LoopRun>> tree = descendants_of(plan_id);
   tree.push_back(plan);
   for (const auto& loop : tree) {
     if (loop.get() == run.get() || under.count(loop->id()) || above.count(loop->id())) continue;
     if (!is_final(loop->status()) || loop->status() == LoopStatus::completed ||
-        loop->status() == LoopStatus::invalidated || stale(*loop)) {
+        loop->status() == LoopStatus::invalidated || is_stale(*loop)) {
       continue;
     }
     if (loop->progress().status_before_tree_ended.empty()) {
@@ -99,12 +86,94 @@ Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::loops_to_revive(
   }
   for (const auto& loop : revive) {
     if (loop->progress().worktree_removed) {
-      return invalid_state(loop->id() + "'s worktree was removed (looprctl gc), so plan " +
-                               plan_id + " cannot be brought back",
-                           "iterate the plan or make a new one");
+      return invalid_state(
+          loop->id() + "'s worktree was removed, so plan " + plan_id + " cannot be brought back",
+          "iterate the plan or make a new one");
+    }
+    if (loop->progress().deleted) {
+      return invalid_state(
+          loop->id() + " was deleted, so plan " + plan_id + " cannot be brought back",
+          "iterate the plan or make a new one");
     }
   }
   return revive;
+}
+
+bool LoopEngine::is_stale(const LoopRun& loop) const {
+  const LoopRun* child = &loop;
+  for (const auto& ancestor : ancestors_of(loop)) {
+    if (ancestor->status() == LoopStatus::invalidated ||
+        child->spec().generation < ancestor->progress().generation) {
+      return true;
+    }
+    child = ancestor.get();
+  }
+  return false;
+}
+
+Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::rerun_refusal(
+    const std::shared_ptr<LoopRun>& run) const {
+  const std::string id = run->id();
+  const std::string parent = run->parent_id();
+  const std::string parent_hint =
+      parent.empty() ? std::string()
+      : parent == run->spec().root_plan()
+          ? "iterate its plan instead: looprctl plan iterate " + parent + " --feedback TEXT"
+          : "re-run " + parent + " instead: looprctl loop rerun " + parent;
+  if (run->progress().deleted) {
+    return invalid_state("loop " + id + " was deleted", "make a new loop");
+  }
+  switch (run->status()) {
+    case LoopStatus::queued:
+      return invalid_state(
+          "loop " + id + " has not started yet",
+          "it starts by itself (" +
+              (run->progress().queue_reason.empty() ? std::string("waiting for a slot")
+                                                    : run->progress().queue_reason) +
+              ")");
+    case LoopStatus::invalidated:
+      return invalid_state("loop " + id + " was invalidated: a re-run above it replaced it",
+                           parent_hint);
+    case LoopStatus::budget_exhausted:
+      return invalid_state("loop " + id + " spent its budget (" +
+                               run->progress().status_reason.substr(0, 200) +
+                               "); a re-run would stop at once",
+                           "make a new loop or plan with a larger budget");
+    case LoopStatus::completed:
+      if (!parent.empty()) {
+        return invalid_state(
+            "loop " + id + " completed; its work is " +
+                (run->progress().merged.is_null() ? "being merged into " : "merged into ") + parent,
+            parent_hint);
+      }
+      break;
+    default:
+      break;
+  }
+  if (is_stale(*run)) {
+    return invalid_state("loop " + id + " belongs to an older generation of its tree", parent_hint);
+  }
+  if (run->progress().worktree_removed || run->spec().worktree.empty()) {
+    return invalid_state("loop " + id + "'s worktree was removed",
+                         "make a new loop on its branch " + run->spec().branch);
+  }
+  if (!run->progress().artifact.is_null() && run->spec().type != "code" &&
+      run->progress().children_base.empty() && !children_ids(id).empty() &&
+      run->progress().reset_to.empty()) {
+    return invalid_state("loop " + id +
+                             " made its children before loopr recorded where they began, so "
+                             "its branch cannot go back",
+                         parent_hint.empty() ? "make a new plan" : parent_hint);
+  }
+  for (const auto& ancestor : ancestors_of(*run)) {
+    if (ancestor->progress().worktree_removed || ancestor->progress().deleted) {
+      return invalid_state(ancestor->id() + " above it was " +
+                               (ancestor->progress().deleted ? "deleted" : "gc'd") +
+                               ", so its tree cannot go on",
+                           "make a new plan");
+    }
+  }
+  return loops_to_revive(run);
 }
 
 asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
@@ -124,59 +193,28 @@ asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
     co_return invalid(id + " is a plan; a plan is re-run by iterating it",
                       "looprctl plan iterate " + id + " --feedback TEXT");
   }
-  if (run->progress().deleted) co_return invalid_state("loop " + id + " was deleted");
-  // A tree that is ending is seen only once it has ended.
-  if (!co_await wait_until_tree_ended(run->spec().root_plan())) {
-    co_return invalid_state("plan " + run->spec().root_plan() + " is still stopping its loops",
+  // A tree that is ending is seen only once it has ended; a running loop
+  // stops where it is first. Everything is checked before the stop and
+  // again after it (the tree may have moved meanwhile); a loop refused
+  // after its stop is launched again, as it was.
+  const std::string plan_id = run->spec().root_plan();
+  if (!co_await wait_until_tree_ended(plan_id)) {
+    co_return invalid_state("plan " + plan_id + " is still stopping its loops",
                             "try again in a moment");
   }
-  const LoopStatus status = run->status();
-  switch (status) {
-    case LoopStatus::queued:
-      co_return invalid_state("loop " + id + " has not started yet", "it starts by itself");
-    case LoopStatus::invalidated:
-      co_return invalid_state("loop " + id + " was invalidated: a re-run above it replaced it",
-                              run->parent_id().empty()
-                                  ? ""
-                                  : "re-run its parent: looprctl loop rerun " + run->parent_id());
-    case LoopStatus::budget_exhausted:
-      co_return invalid_state("loop " + id + " spent its budget (" +
-                                  run->progress().status_reason.substr(0, 200) +
-                                  "); a re-run would stop at once",
-                              "make a new loop or plan with a larger budget");
-    case LoopStatus::completed:
-      if (!run->parent_id().empty()) {
-        co_return invalid_state(
-            "loop " + id + " completed and its work is merged into " + run->parent_id(),
-            "re-run " + run->parent_id() + " instead: looprctl loop rerun " + run->parent_id());
-      }
-      break;
-    default:
-      break;
-  }
-  if (run->progress().worktree_removed || run->spec().worktree.empty()) {
-    co_return invalid_state("loop " + id + "'s worktree was removed (looprctl gc)",
-                            "make a new loop on its branch " + run->spec().branch);
-  }
-  for (const auto& ancestor : ancestors_of(*run)) {
-    if (ancestor->status() == LoopStatus::invalidated) {
-      co_return invalid_state("loop " + id + " is under " + ancestor->id() +
-                              ", which was invalidated");
-    }
-    if (ancestor->progress().worktree_removed) {
-      co_return invalid_state(ancestor->id() + "'s worktree was removed (looprctl gc)",
-                              "make a new plan");
-    }
-  }
-  auto revive = loops_to_revive(run);
-  if (!revive) co_return std::move(revive).error();
-
-  // A running loop stops where it is first; nothing else waits on it.
-  co_await stop_run(run);
+  if (auto refused = rerun_refusal(run); !refused) co_return std::move(refused).error();
+  const bool was_running = run->running();
+  while (run->running() && !stopping_)
+    co_await stop_run(run);
   if (stopping_) co_return invalid_state("looprd is shutting down");
-  if (run->status() != status || run->running()) {
-    co_return invalid_state("loop " + id + " changed while it was being stopped for the re-run",
-                            "look again: looprctl loop show " + id);
+  // (No co_await inside ?: : g++ 12 miscompiles it.)
+  const bool ended = co_await wait_until_tree_ended(plan_id);
+  Result<std::vector<std::shared_ptr<LoopRun>>> revive =
+      invalid_state("plan " + plan_id + " is still stopping its loops", "try again in a moment");
+  if (ended) revive = rerun_refusal(run);
+  if (!revive) {
+    if (was_running && !is_final(run->status()) && !run->running()) launch(run);
+    co_return std::move(revive).error();
   }
 
   // From here to launch() nothing waits, so the tree never sees half of it.
@@ -208,7 +246,7 @@ asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
   }
   LoopProgress& progress = run->progress_for_update();
   progress.generation += 1;
-  progress.reset_to = progress.children_base;
+  if (progress.reset_to.empty()) progress.reset_to = progress.children_base;
   progress.children_base.clear();
   progress.merged = nullptr;
   run->prepare_rerun(feedback);
@@ -219,7 +257,13 @@ asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
   }
   spdlog::info("loop {} re-run: {} invalidated, {} brought back", id, invalidated.size(),
                revived.size());
-  launch(run);
+  if (run->spec().base_commit.empty()) {
+    // Ended before it ever started (cancelled while queued): it has no
+    // worktree yet; the scheduler makes one when it starts it.
+    run->revive(LoopStatus::queued, "re-run by the person; waiting for a slot");
+  } else {
+    launch(run);
+  }
   for (const auto& loop : below)
     co_await stop_and_mark(loop, LoopStatus::invalidated, "invalidated: " + id + " is re-run");
   services_.publish("loop.rerun", {{"loop", run->to_json(false)},

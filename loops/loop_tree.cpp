@@ -539,11 +539,7 @@ asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun
     // exists (a plan's is its approval's commit).
     if (parent->progress().children_base.empty()) {
       const LoopSpec spec = parent->spec();
-      auto git_work = [=]() -> Result<std::string> {
-        auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
-        if (!info) return std::move(info).error();
-        return head_commit(*info);
-      };
+      auto git_work = [=] { return branch_head(spec.repo, spec.branch); };
       auto head = co_await offload(git_pool_, git_work);
       if (stopping_ || parent->status() != LoopStatus::waiting) co_return false;
       if (!head) {
@@ -736,12 +732,19 @@ asio::awaitable<void> LoopEngine::end_tree(const std::string& plan_id, const std
   ++trees_ending_[plan_id];
   for (const auto& run : tree) {
     if (is_final(run->status())) continue;
-    run->progress_for_update().status_before_tree_ended = std::string(to_string(run->status()));
+    // Stored with the final status, in the same write: a loop that was
+    // still running when looprd died is not taken for one the end stopped.
+    const std::string before(to_string(run->status()));
     if (run->status() == LoopStatus::waiting || run->status() == LoopStatus::awaiting_approval) {
+      run->progress_for_update().status_before_tree_ended = before;
       run->set_status(LoopStatus::failed, reason);
-    } else {
-      co_await stop_and_mark(run, LoopStatus::cancelled, reason);
+      continue;
     }
+    co_await stop_run(run);
+    if (is_final(run->status())) continue;
+    run->progress_for_update().status_before_tree_ended = before;
+    if (run->progress().finished_at_ms == 0) run->progress_for_update().finished_at_ms = now_ms();
+    run->set_status(LoopStatus::cancelled, reason);
   }
   if (--trees_ending_[plan_id] == 0) trees_ending_.erase(plan_id);
 }
@@ -798,6 +801,16 @@ asio::awaitable<void> LoopEngine::remove_finished_worktrees(bool everything, boo
       }
       if (why_kept.empty() && run->status() == LoopStatus::blocked) {
         why_kept = "blocked: kept for a person to look at";
+      }
+      // A tree that ended failed or blocked may be re-run (loop.rerun,
+      // plan.iterate): only looprctl gc removes its worktrees.
+      if (why_kept.empty() && !everything) {
+        auto plan = run_of(run->spec().root_plan());
+        if (plan &&
+            (plan->status() == LoopStatus::failed || plan->status() == LoopStatus::blocked)) {
+          why_kept = "its plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
+                     ": kept for a re-run (looprctl gc removes it)";
+        }
       }
     }
     if (why_kept.empty() && !everything) {

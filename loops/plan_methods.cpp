@@ -93,11 +93,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
   const LoopSpec spec = plan->spec();
-  auto git_work = [=]() -> Result<std::string> {
-    auto info = open_worktree(spec.repo, spec.worktree, spec.branch);
-    if (!info) return std::move(info).error();
-    return head_commit(*info);
-  };
+  auto git_work = [=] { return branch_head(spec.repo, spec.branch); };
   auto head = co_await offload(git_pool_, git_work);
   if (!head) co_return std::move(head).error();
   if (plan->status() != LoopStatus::awaiting_approval) {
