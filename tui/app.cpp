@@ -102,6 +102,20 @@ void App::on_reply(const LinkMessage& message) {
         state_.upsert_loop(member(message.result, "loop"));
         ui_.message = "plan " + created + " started: it will wait for your approval";
       }
+    } else if (command.method == "loop.create") {
+      const json& loop = member(message.result, "loop");
+      const std::string created = string_of(loop, "id");
+      if (!created.empty()) {
+        // The new loop appears at once (loop.created may come later) and is
+        // selected, in a tree that shows it.
+        state_.upsert_loop(loop);
+        if (ui_.pane == Pane::detail) ui_.pane = ui_.back;
+        if (ui_.pane != Pane::loops) ui_.pane = Pane::loops;
+        if (!filter_accepts(ui_.filter, string_of(loop, "status"))) ui_.filter = StatusFilter::all;
+        ui_.loop_search.clear();
+        ui_.loop_cursor = created;
+        ui_.message = "code loop " + created + " started";
+      }
     }
   } else {
     ui_.message = "failed: " + command.label + ": " + message.detail;

@@ -210,6 +210,19 @@ std::vector<Command> submit_prompt(UiState& ui, const Visible& visible) {
                      {{"description", text}, {"repo", ui.repo}},
                      "new plan in " + ui.repo});
       break;
+    case Prompt::new_code:
+      if (text.empty()) {
+        say(ui, "a code loop needs a task", true);
+        break;
+      }
+      start_prompt(ui, Prompt::new_code_validate, text);
+      break;
+    case Prompt::new_code_validate: {
+      json params = {{"type", "code"}, {"task", target}, {"repo", ui.repo}};
+      if (!text.empty()) params["validate"] = text;
+      out.push_back({"loop.create", params, "new code loop in " + ui.repo});
+      break;
+    }
   }
   return out;
 }
@@ -324,6 +337,13 @@ std::vector<Command> act(UiState& ui, const DaemonState& state, const Visible& v
         break;
       }
       start_prompt(ui, Prompt::new_plan);
+      break;
+    case Action::new_code:
+      if (ui.repo.empty()) {
+        say(ui, "no repository for new loops: start loopr-tui with --repo DIR", true);
+        break;
+      }
+      start_prompt(ui, Prompt::new_code);
       break;
     case Action::collapse:
     case Action::expand:
@@ -516,6 +536,7 @@ const std::vector<Binding>& key_bindings() {
        Action::search,
        "search (lists: filter; detail: find)"},
       {{ch('n')}, "n", kEverywhere, Action::new_plan, "new plan from a prompt"},
+      {{ch('N')}, "N", kEverywhere, Action::new_code, "new code loop from a prompt (its task)"},
       {{ch('h'), code(KeyCode::left)},
        "h \xe2\x86\x90",
        kInLoops,

@@ -62,6 +62,7 @@ enum class Action {
   help,
   search,
   new_plan,
+  new_code,
   collapse,
   expand,
   toggle,

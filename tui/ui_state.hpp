@@ -32,7 +32,16 @@ enum class SortOrder { created, updated, cost, status };
 enum class DetailView { journal, diff };
 
 // What the prompt line is for.
-enum class Prompt { none, search, deny_reason, reject_reason, iterate_feedback, new_plan };
+enum class Prompt {
+  none,
+  search,
+  deny_reason,
+  reject_reason,
+  iterate_feedback,
+  new_plan,
+  new_code,           // the task of a new code loop
+  new_code_validate,  // then its validation command (prompt_target: the task)
+};
 
 // A request for looprd, made by a key; the link sends it and reports back.
 struct Command {
@@ -72,7 +81,7 @@ struct UiState {
 
   Prompt prompt = Prompt::none;
   std::u32string input;
-  std::string prompt_target;  // the approval or plan id a reason is for
+  std::string prompt_target;  // the approval or plan id a reason is for; a new loop's task
 
   std::optional<Command> confirm;  // sent on y
   std::string confirm_question;
@@ -81,7 +90,7 @@ struct UiState {
   bool message_is_error = false;
   bool quit = false;
 
-  std::string repo;  // the repository new plans are made in
+  std::string repo;  // the repository new plans and code loops are made in
 };
 
 const char* pane_name(Pane pane);

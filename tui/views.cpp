@@ -251,7 +251,7 @@ Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::
   if (columns.task) head.push_back({"TASK", Style::bold});
   out.push_back(row(head, columns.widths, width));
   if (rows.empty()) {
-    out.push_back(Line(state.loops().empty() ? "no loops yet (n: new plan)"
+    out.push_back(Line(state.loops().empty() ? "no loops yet (n: new plan, N: new code loop)"
                                              : "no loop matches the filter (f) or search (/)",
                        Style::dim));
     return out;
@@ -923,6 +923,12 @@ Lines compose(const DaemonState& state, UiState& ui, ScreenSize size, std::int64
         break;
       case Prompt::new_plan:
         label = "new plan in " + ui.repo + ": ";
+        break;
+      case Prompt::new_code:
+        label = "new code loop in " + ui.repo + ", task: ";
+        break;
+      case Prompt::new_code_validate:
+        label = "validation command (Enter alone: loopr.toml's): ";
         break;
       case Prompt::none:
         break;

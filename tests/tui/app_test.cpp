@@ -155,5 +155,66 @@ TEST_F(AppTest, TheDiffIsCappedCutToTheWidthAndScrolls) {
   EXPECT_NE(text.find("more lines not shown"), std::string::npos) << text;
 }
 
+TEST_F(AppTest, NStartsACodeLoopFromThePromptLineThatAppearsSelected) {
+  app.ui().pane = Pane::tools;
+  press(Key::of('N'));
+  EXPECT_EQ(app.ui().prompt, Prompt::new_code);
+  std::string text = screen_text(compose(app.state(), app.ui(), {80, 24}, 0));
+  EXPECT_NE(text.find("new code loop in /src/app, task: "), std::string::npos) << text;
+  EXPECT_TRUE(press(Key::of(KeyCode::enter)).empty()) << "an empty task is not sent";
+  EXPECT_TRUE(app.ui().message_is_error);
+
+  press(Key::of('N'));
+  for (const char c : std::string("fix the answer"))
+    EXPECT_TRUE(press(Key::of(static_cast<char32_t>(c))).empty());
+  EXPECT_TRUE(press(Key::of(KeyCode::enter)).empty()) << "then its validation command";
+  EXPECT_EQ(app.ui().prompt, Prompt::new_code_validate);
+  text = screen_text(compose(app.state(), app.ui(), {80, 24}, 0));
+  EXPECT_NE(text.find("validation command (Enter alone: loopr.toml's): "), std::string::npos)
+      << text;
+  auto sent = press(Key::of(KeyCode::enter));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].method, "loop.create");
+  EXPECT_EQ(sent[0].params,
+            (json{{"type", "code"}, {"task", "fix the answer"}, {"repo", "/src/app"}}))
+      << "no validate: the configured command";
+  EXPECT_EQ(app.ui().prompt, Prompt::none);
+  press(Key::of('N'));
+  for (const char c : std::string("fix the answer\rmake test\r")) {
+    const Key key = c == '\r' ? Key::of(KeyCode::enter) : Key::of(static_cast<char32_t>(c));
+    sent = press(key);
+  }
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].params, (json{{"type", "code"},
+                                  {"task", "fix the answer"},
+                                  {"repo", "/src/app"},
+                                  {"validate", "make test"}}));
+
+  // The reply: the loop is in the tree and selected, even under a filter
+  // that hid running loops.
+  app.ui().filter = StatusFilter::finished;
+  app.ui().loop_cursor = "c1";
+  json created = code_loop("c2", "running");
+  created["task"] = "fix the answer";
+  app.on_message(reply(sent[0], true, {{"loop", created}}), 0);
+  EXPECT_EQ(app.ui().pane, Pane::loops);
+  EXPECT_EQ(app.ui().loop_cursor, "c2");
+  const Lines screen = compose(app.state(), app.ui(), {80, 24}, 0);
+  ASSERT_NE(line_with(screen, "c2"), nullptr) << screen_text(screen);
+  EXPECT_EQ(line_with(screen, "c2")->fill, Style::selected) << screen_text(screen);
+  EXPECT_NE(screen_text(screen).find("code loop c2 started"), std::string::npos);
+
+  // A refusal is said on the status line.
+  app.on_message(reply(sent[0], false, json(), "invalid_arguments: repo is not a repository"), 0);
+  EXPECT_TRUE(app.ui().message_is_error);
+  EXPECT_NE(app.ui().message.find("repo is not a repository"), std::string::npos);
+
+  // Without --repo there is nowhere to make it.
+  app.ui().repo.clear();
+  press(Key::of('N'));
+  EXPECT_EQ(app.ui().prompt, Prompt::none);
+  EXPECT_NE(app.ui().message.find("--repo"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace loopr::tui

@@ -2,7 +2,8 @@
 // runs loopr-tui against the real looprd (DaemonHarness) with the scripted
 // provider. Each test does what a person would and checks what they would
 // see on the screen: a loop appears and finishes, its detail shows the
-// model's text and a tool call's output and (D) its branch's diff, a call is approved from the TUI
+// model's text and a tool call's output and (D) its branch's diff, a code
+// loop started from the TUI (N) appears selected and runs, a call is approved from the TUI
 // and runs, a plan made and approved from the TUI grows its tree and completes, every pane stays
 // readable at 80x24, and a killed and restarted looprd shows "reconnecting" and then the same
 // loops.
@@ -150,6 +151,27 @@ TEST_F(TuiTest, ALoopAppearsFinishesAndItsDetailShowsTheTextAndAToolCallsOutput)
   tmux_->send_keys({"Escape"});
   expect_text("ELAPSED");
   tmux_->send_keys({"q"});
+  expect_text("[loopr-tui exited with status 0]", 10s);
+}
+
+TEST_F(TuiTest, ACodeLoopStartedFromTheTuiAppearsSelectedAndRuns) {
+  start_daemon(fixing_session());
+  open_tui();
+  expect_text("no loops yet");
+  tmux_->send_keys({"N"});
+  expect_text("new code loop in");
+  tmux_->type("make answer.txt hold 42");
+  tmux_->send_keys({"Enter"});
+  expect_text("validation command");
+  tmux_->type("sh test.sh");
+  tmux_->send_keys({"Enter"});
+  const std::string started = expect_text("code loop c1 started", 20s);
+  EXPECT_NE(line_with(started, "c1").find("make answer.txt hold 42"), std::string::npos) << started;
+  expect_screen(row_shows("c1", "completed"), "c1 completed");
+  // Enter opens the selected loop: the new one.
+  tmux_->send_keys({"Enter"});
+  expect_text("Reading the answer file first.");
+  tmux_->send_keys({"q", "q"});
   expect_text("[loopr-tui exited with status 0]", 10s);
 }
 
