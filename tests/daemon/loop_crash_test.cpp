@@ -126,6 +126,32 @@ TEST_F(LoopCrashTest, KilledDuringAModelCallTheSameTurnIsAskedAgain) {
             std::string::npos);
 }
 
+TEST_F(LoopCrashTest, StoppedGracefullyDuringAModelCallTheLoopIsNotFailedAndGoesOnAfterRestart) {
+  start({turn({read_call("r1")}), turn({edit_call("e1")}, {{"delay_ms", 3000}}),
+         turn({complete_call("c1")})});
+  std::string id;
+  {
+    EventLog events(*daemon_, {"loop"});
+    id = create_loop(*daemon_, repo_.path)["id"];
+    ASSERT_TRUE(events.wait_for(step_event(id, "tool_results")));
+  }
+  // SIGTERM: looprd stops every loop where it is; the cut-off model call is
+  // not the loop's failure.
+  const int status = daemon_->stop(15);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  daemon_->start();
+  const json stopped = get_loop(*daemon_, id);
+  EXPECT_NE(stopped["status"], "failed") << stopped.dump(2);
+
+  const json loop = wait_final(*daemon_, id);
+  EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(loop["usage"]["model_turns"], 3);
+  const auto steps = read_transcript(*daemon_, id);
+  for (const json& step : steps_of_kind(steps, "status"))
+    EXPECT_NE(step["data"]["status"], "failed") << step.dump();
+  expect_whole_journal(id, steps);
+}
+
 TEST_F(LoopCrashTest, KilledDuringASideEffectingCallItIsReportedInterruptedNotRunAgain) {
   start({turn({tool_call("s1", "run_command", {{"command", "echo x >> marker && sleep 5"}})}),
          turn({read_call("r1")}), turn({edit_call("e1")}), turn({complete_call("c1")})});
