@@ -555,6 +555,36 @@ TEST_F(PlanTest, ReRunningTheCodeLoopThatFailedBringsItsEndedPlanBackAndItComple
   }
 }
 
+TEST_F(PlanTest, ALoopCancelledWhileQueuedIsReRunIntoTheQueueAndItsPlanCompletes) {
+  auto lines = two_spec_plan();
+  for (json& line : lines)
+    if (line["loop"] == "p1-s1") line["delay_ms"] = 2000;
+  start(lines);
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", id}});
+  // p1-s2 waits for p1-s1 (its dependency); cancelling it ends the plan.
+  const json queued = get_loop(*daemon_, "p1-s2");
+  ASSERT_EQ(queued["status"], "queued") << queued.dump(2);
+  EXPECT_EQ(rpc_error_code(*daemon_, "loop.rerun", {{"id", "p1-s2"}}), 1002) << "not started";
+  daemon_->call("loop.cancel", {{"id", "p1-s2"}});
+  const json ended = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(ended["status"], "failed") << ended.dump(2);
+  EXPECT_NE(ended["status_reason"].get<std::string>().find("p1-s2"), std::string::npos);
+
+  const json rerun = daemon_->call("loop.rerun", {{"id", "p1-s2"}});
+  EXPECT_EQ(rerun["loop"]["status"], "queued") << "it never started: " << rerun.dump(2);
+  std::set<std::string> revived;
+  for (const json& loop_id : rerun["revived"])
+    revived.insert(loop_id);
+  EXPECT_TRUE(revived.count("p1")) << rerun.dump(2);
+  EXPECT_TRUE(revived.count("p1-s1")) << rerun.dump(2);
+  const json done = wait_final(*daemon_, id, 180s);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2) << plan_get(id).dump(2);
+  EXPECT_FALSE(show("loop/p1", "notes/notes-three.txt").empty());
+  EXPECT_EQ(get_loop(*daemon_, "p1-s2")["usage"]["model_turns"], 1);
+}
+
 // ---- worktrees -------------------------------------------------------------------------
 
 // One spec, three phases: eight loops under the plan.
