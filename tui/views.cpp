@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
@@ -218,38 +219,119 @@ Line tab_line(const DaemonState& state, const UiState& ui, std::size_t width) {
 
 // ---- loops ----
 
+// The loops tree's columns, in the order shown; `priority` 0 is kept first
+// when the width runs short (TASK, the last, takes what is left).
+enum class LoopColumn { id, type, status, iteration, elapsed, tokens, cost, left, task };
+
 struct LoopColumns {
+  std::vector<LoopColumn> shown;  // in display order
   std::vector<std::size_t> widths;
-  bool elapsed = true, task = true;
 };
 
-LoopColumns loop_columns(std::size_t width) {
-  // ID TYPE STATUS ITER ELAPSED TOKENS COST TASK
-  LoopColumns columns;
+// `with_left`: looprd sends the loops' budgets (loop.list's <loop> has
+// `budget`), so LEFT is a column.
+LoopColumns loop_columns(std::size_t width, bool with_left) {
+  struct Spec {
+    LoopColumn column;
+    std::size_t width;
+    int priority;
+  };
   const std::size_t id = width >= 100 ? 24 : 18;
-  const std::size_t status = width >= 110 ? 30 : 18;
-  columns.widths = {id, 5, status, 6, 8, 7, 8, 0};
-  const std::size_t fixed = id + 5 + status + 6 + 8 + 7 + 8 + 7;
-  if (width < fixed + 10) {
-    columns.widths[2] = 17;
-    columns.widths[7] = 0;
-    columns.task = width >= fixed - 1 + 10;
-    if (!columns.task) columns.widths.pop_back();
+  const std::size_t status = width >= 110 ? 30 : (width >= 100 ? 18 : 17);
+  constexpr std::size_t kMinTask = 10;
+  const Spec specs[] = {
+      {LoopColumn::id, id, 0},       {LoopColumn::type, 5, 5},    {LoopColumn::status, status, 1},
+      {LoopColumn::iteration, 6, 4}, {LoopColumn::elapsed, 8, 7}, {LoopColumn::tokens, 7, 6},
+      {LoopColumn::cost, 8, 2},      {LoopColumn::left, 8, 3},    {LoopColumn::task, 0, 8}};
+  std::vector<bool> keep(std::size(specs), false);
+  std::size_t used = 0;
+  for (int priority = 0; priority <= 8; ++priority) {
+    for (std::size_t i = 0; i < std::size(specs); ++i) {
+      if (specs[i].priority != priority) continue;
+      if (specs[i].column == LoopColumn::left && !with_left) continue;
+      const std::size_t need =
+          (specs[i].column == LoopColumn::task ? kMinTask : specs[i].width) + (used > 0 ? 1 : 0);
+      if (used + need > width) continue;
+      keep[i] = true;
+      used += need;
+    }
+  }
+  LoopColumns columns;
+  for (std::size_t i = 0; i < std::size(specs); ++i) {
+    if (!keep[i]) continue;
+    columns.shown.push_back(specs[i].column);
+    columns.widths.push_back(specs[i].width);
   }
   return columns;
+}
+
+// The budget left: the USD when the loop has a USD limit, else (or when
+// another limit is nearer its end) the tightest one; "—" when unlimited,
+// empty when looprd did not say.
+std::pair<std::string, Style> budget_left_cell(const json& loop) {
+  const json& budget = member(loop, "budget");
+  if (!budget.is_object()) return {"", Style::dim};
+  const json& limits = member(budget, "limits");
+  const json& left = member(budget, "left");
+  std::string tightest;
+  double tightest_ratio = 2;
+  std::optional<double> usd_ratio;
+  if (limits.is_object()) {
+    for (const auto& [key, limit] : limits.items()) {
+      const auto cap = number_of(limit);
+      const auto rest = number_of(member(left, key));
+      if (!cap || !rest || *cap <= 0) continue;
+      const double ratio = *rest / *cap;
+      if (key == "usd") usd_ratio = ratio;
+      if (ratio < tightest_ratio) {
+        tightest_ratio = ratio;
+        tightest = key;
+      }
+    }
+  }
+  if (tightest.empty()) return {"\xe2\x80\x94", Style::dim};  // —
+  // USD unless another limit is clearly nearer its end.
+  if (usd_ratio && tightest_ratio >= *usd_ratio - 0.1) tightest = "usd";
+  const Style style = tightest_ratio <= 0    ? Style::bad
+                      : tightest_ratio < 0.2 ? Style::warn
+                                             : Style::normal;
+  const json& value = member(left, tightest);
+  if (tightest == "usd") return {client::format_usd(value), style};
+  std::string unit = " tok";
+  if (tightest == "tool_calls") unit = " calls";
+  if (tightest == "wall_clock_s") unit = " s";
+  if (tightest == "turns_per_iteration") unit = " turns";
+  return {client::format_count(value) + unit, style};
 }
 
 Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::size_t height,
                  std::int64_t now_ms) {
   Lines out;
   const auto rows = loop_rows(state, ui);
-  const LoopColumns columns = loop_columns(width);
-  std::vector<std::pair<std::string, Style>> head = {
-      {"ID", Style::bold},   {"TYPE", Style::bold},    {"STATUS", Style::bold},
-      {"ITER", Style::bold}, {"ELAPSED", Style::bold}, {"TOKENS", Style::bold},
-      {"COST", Style::bold}};
-  if (columns.task) head.push_back({"TASK", Style::bold});
-  out.push_back(row(head, columns.widths, width));
+  bool budgets = false;
+  for (const LoopRow& r : rows)
+    if (member(*r.loop, "budget").is_object()) {
+      budgets = true;
+      break;
+    }
+  const LoopColumns columns = loop_columns(width, budgets);
+  // The cells of the columns shown, from all of them in display order.
+  const auto pick = [&](std::vector<std::pair<std::string, Style>> all) {
+    std::vector<std::pair<std::string, Style>> cells;
+    for (const LoopColumn column : columns.shown)
+      cells.push_back(std::move(all[static_cast<std::size_t>(column)]));
+    return cells;
+  };
+  out.push_back(row(pick({{"ID", Style::bold},
+                          {"TYPE", Style::bold},
+                          {"STATUS", Style::bold},
+                          {"ITER", Style::bold},
+                          {"ELAPSED", Style::bold},
+                          {"TOKENS", Style::bold},
+                          {"COST", Style::bold},
+                          {"LEFT", Style::bold},
+                          {"TASK", Style::bold}}),
+                    columns.widths, width));
   if (rows.empty()) {
     out.push_back(Line(state.loops().empty() ? "no loops yet (n: new plan, N: new code loop)"
                                              : "no loop matches the filter (f) or search (/)",
@@ -278,10 +360,10 @@ Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::
         {iteration_cell(loop), Style::normal},
         {elapsed_cell(loop, now_ms), Style::normal},
         {client::format_token_total(member(loop, "usage")), Style::normal},
-        {client::format_usd(member(member(loop, "usage"), "cost_usd")), Style::normal}};
-    if (columns.task)
-      cells.push_back({client::first_line(string_of(loop, "task"), 200), Style::dim});
-    Line line = row(cells, columns.widths, width);
+        {client::format_usd(member(member(loop, "usage"), "cost_usd")), Style::normal},
+        budget_left_cell(loop),
+        {client::first_line(string_of(loop, "task"), 200), Style::dim}};
+    Line line = row(pick(std::move(cells)), columns.widths, width);
     if (i == cursor) line.fill = Style::selected;
     out.push_back(std::move(line));
   }

@@ -374,6 +374,59 @@ TEST(Views, DetailFoldsLongOutputAndFollowsTheEnd) {
   EXPECT_NE(text.find("line 30"), std::string::npos) << "following shows the end:\n" << text;
 }
 
+TEST(Views, BudgetLeftIsAColumnThatFitsAt80Columns) {
+  DaemonState state;
+  Snapshot snapshot;
+  const auto budget = [](json limits, json left) {
+    return json{{"budget", {{"limits", limits}, {"used", json::object()}, {"left", left}}}};
+  };
+  snapshot.loops = json::array(
+      {loop("c1", "running", budget({{"usd", 1.0}}, {{"usd", 0.75}})),
+       loop("c2", "running", budget(json::object(), json::object())),
+       loop("c3", "running",
+            budget({{"usd", 1.0}, {"tool_calls", 20}}, {{"usd", 0.9}, {"tool_calls", 2}})),
+       loop("c4", "budget_exhausted", budget({{"usd", 1.0}}, {{"usd", 0}}))});
+  state.apply_snapshot(snapshot, 0);
+  UiState ui;
+  ui.loop_cursor = "c2";
+  const auto cell_line = [&](const Lines& lines, const std::string& id) -> const Line* {
+    for (const auto& line : lines)
+      if (line.text().rfind("  " + id + " ", 0) == 0) return &line;
+    return nullptr;
+  };
+  for (const std::size_t width : {80u, 120u}) {
+    const Lines screen = compose(state, ui, {width, 24}, 3000);
+    const std::string text = screen_text(screen);
+    for (const auto& line : screen)
+      EXPECT_LE(display_width(line.text()), width) << text;
+    EXPECT_NE(text.find("LEFT"), std::string::npos) << text;
+    EXPECT_NE(text.find("COST"), std::string::npos) << text;
+    ASSERT_NE(cell_line(screen, "c1"), nullptr) << text;
+    EXPECT_NE(cell_line(screen, "c1")->text().find("$0.7500"), std::string::npos) << text;
+    EXPECT_NE(cell_line(screen, "c2")->text().find("\xe2\x80\x94"), std::string::npos)
+        << "unlimited: " << text;
+    EXPECT_NE(cell_line(screen, "c3")->text().find("2 calls"), std::string::npos)
+        << "the tightest limit: " << text;
+    bool warned = false;
+    for (const auto& span : cell_line(screen, "c3")->spans)
+      warned =
+          warned || (span.text.find("2 calls") != std::string::npos && span.style == Style::warn);
+    EXPECT_TRUE(warned) << text;
+    if (width == 80) {
+      EXPECT_EQ(text.find("ELAPSED"), std::string::npos) << "dropped first: " << text;
+      EXPECT_EQ(text.find("TASK"), std::string::npos) << text;
+    } else {
+      EXPECT_NE(text.find("TASK"), std::string::npos) << text;
+      EXPECT_NE(text.find("ELAPSED"), std::string::npos) << text;
+    }
+  }
+  // Without budgets from looprd there is no LEFT column.
+  DaemonState plain = plan_state();
+  const std::string text = screen_text(compose(plain, ui, {80, 24}, 3000));
+  EXPECT_EQ(text.find("LEFT"), std::string::npos) << text;
+  EXPECT_NE(text.find("ELAPSED"), std::string::npos) << text;
+}
+
 TEST(Views, ReconnectingIsShownInTheHeader) {
   DaemonState state = plan_state();
   state.set_link(LinkState::reconnecting, "no socket");
