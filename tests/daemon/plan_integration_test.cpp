@@ -113,6 +113,13 @@ class PlanTest : public ::testing::Test {
 
   json plan_get(const std::string& id) { return daemon_->call("plan.get", {{"id", id}}); }
 
+  // Approves plan `id` and returns once `loop` of its tree is running.
+  void approve_until_running(const std::string& id, const std::string& loop) {
+    EventLog events(*daemon_, {"loop.updated"});
+    daemon_->call("plan.approve", {{"id", id}});
+    ASSERT_TRUE(events.wait_for(status_event(loop, "running"), 60s)) << loop;
+  }
+
   std::map<std::string, json> tree_by_id(const std::string& id) {
     std::map<std::string, json> out;
     const json plan = plan_get(id);  // kept: a range-for over a temporary's member dangles
@@ -367,11 +374,7 @@ TEST_F(PlanTest, IteratingAfterApprovalInvalidatesEveryDescendantAndKeepsThem) {
   start(lines);
   const std::string id = create_plan()["id"];
   ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
-  {
-    EventLog events(*daemon_, {"loop.updated"});
-    daemon_->call("plan.approve", {{"id", id}});
-    ASSERT_TRUE(events.wait_for(status_event("p1-s1-ph1-c1", "running"), 60s));
-  }
+  approve_until_running(id, "p1-s1-ph1-c1");
   const json iterating = daemon_->call("plan.iterate", {{"id", id}, {"feedback", "smaller"}});
   std::set<std::string> invalidated;
   for (const json& loop_id : iterating["invalidated"])
@@ -422,12 +425,8 @@ TEST_F(PlanTest, ReRunningASpecInvalidatesItsPhasesResetsItsBranchAndItsNewPhase
   start(lines);
   const std::string id = create_plan()["id"];
   ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
-  {
-    EventLog events(*daemon_, {"loop.updated"});
-    daemon_->call("plan.approve", {{"id", id}});
-    // The first phase is merged into the spec's branch by now.
-    ASSERT_TRUE(events.wait_for(status_event("p1-s1-ph2-c1", "running"), 60s));
-  }
+  // The first phase is merged into the spec's branch by now.
+  approve_until_running(id, "p1-s1-ph2-c1");
   EXPECT_EQ(show("loop/p1-s1", "old/one.txt"), "one\n");
 
   EventLog events(*daemon_, {"loop.rerun"});
