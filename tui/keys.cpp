@@ -145,6 +145,19 @@ void open_detail(UiState& ui, const std::string& loop_id) {
   }
 }
 
+// The loop the selected row is about: the loops pane's, the approvals
+// pane's plan, the tools pane's call's loop; "" when none.
+std::string selected_loop(const UiState& ui, const DaemonState& state) {
+  if (ui.pane == Pane::loops) return ui.loop_cursor;
+  if (ui.pane == Pane::approvals && ui.approval_cursor.rfind("plan:", 0) == 0)
+    return ui.approval_cursor.substr(5);
+  if (ui.pane == Pane::tools) {
+    for (const auto& call : state.tool_calls())
+      if (call.call_id == ui.tool_cursor) return call.loop_id;
+  }
+  return {};
+}
+
 // The detail pane on `view`: the diff from its top, the journal following.
 void show_view(UiState& ui, DetailView view) {
   ui.detail_view = view;
@@ -297,17 +310,19 @@ std::vector<Command> act(UiState& ui, const DaemonState& state, const Visible& v
       ui.pane = Pane::tools;
       break;
     case Action::enter:
-      if (ui.pane == Pane::loops) {
-        open_detail(ui, ui.loop_cursor);
-      } else if (ui.pane == Pane::approvals) {
-        if (ui.approval_cursor.rfind("plan:", 0) == 0)
-          open_detail(ui, ui.approval_cursor.substr(5));
-      } else if (ui.pane == Pane::tools) {
-        for (const auto& call : state.tool_calls())
-          if (call.call_id == ui.tool_cursor && !call.loop_id.empty())
-            open_detail(ui, call.loop_id);
-      }
+      open_detail(ui, selected_loop(ui, state));
       break;
+    case Action::logs: {
+      const std::string id = ui.pane == Pane::detail ? ui.detail_loop : selected_loop(ui, state);
+      if (id.empty()) {
+        say(ui, "select a loop first", true);
+        break;
+      }
+      open_detail(ui, id);
+      show_view(ui, DetailView::journal);
+      ui.detail_follow = false;
+      break;
+    }
     case Action::back:
       if (ui.pane == Pane::detail) {
         ui.pane = ui.back;
@@ -571,6 +586,7 @@ const std::vector<Binding>& key_bindings() {
        "iterate the plan with feedback"},
       {{ch('o')}, "o", kInDetail, Action::fold, "fold / unfold tool output"},
       {{ch('F')}, "F", kInDetail, Action::follow, "follow new lines"},
+      {{ch('L')}, "L", kEverywhere, Action::logs, "the loop's journal from its start"},
       {{ch('D')},
        "D",
        kInLoops | kInDetail,

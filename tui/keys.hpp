@@ -78,6 +78,7 @@ enum class Action {
   fold,
   follow,
   diff,
+  logs,
 };
 
 // Panes a binding works in.

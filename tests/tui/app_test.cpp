@@ -155,6 +155,29 @@ TEST_F(AppTest, TheDiffIsCappedCutToTheWidthAndScrolls) {
   EXPECT_NE(text.find("more lines not shown"), std::string::npos) << text;
 }
 
+TEST_F(AppTest, LOpensTheJournalFromItsStart) {
+  app.ui().loop_cursor = "c1";
+  press(Key::of('D'));
+  ASSERT_EQ(app.ui().detail_view, DetailView::diff);
+  press(Key::of('L'));
+  EXPECT_EQ(app.ui().pane, Pane::detail);
+  EXPECT_EQ(app.ui().detail_view, DetailView::journal);
+  EXPECT_EQ(app.ui().detail_top, 0u);
+  EXPECT_FALSE(app.ui().detail_follow) << "from the start, not the end";
+  press(Key::of(KeyCode::escape));
+  EXPECT_EQ(app.ui().pane, Pane::loops);
+  app.ui().detail_follow = true;
+  press(Key::of('L'));
+  EXPECT_EQ(app.ui().pane, Pane::detail);
+  EXPECT_FALSE(app.ui().detail_follow);
+  const auto asked = app.follow_ups();
+  EXPECT_NE(find(asked, "loop.transcript"), nullptr);
+  bool listed = false;
+  for (const auto& line : help_lines(80))
+    listed = listed || line.text().rfind("L ", 0) == 0;
+  EXPECT_TRUE(listed) << "? lists it";
+}
+
 TEST_F(AppTest, NStartsACodeLoopFromThePromptLineThatAppearsSelected) {
   app.ui().pane = Pane::tools;
   press(Key::of('N'));
