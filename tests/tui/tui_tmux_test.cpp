@@ -82,7 +82,7 @@ class TuiTest : public ::testing::Test {
         std::vector<std::string>{"TERM=screen-256color"}, width, height);
     ASSERT_TRUE(tmux_->started());
     const auto connected = tmux_->wait_for_text("connected", 10s);
-    ASSERT_TRUE(connected.ok) << connected.screen;
+    ASSERT_TRUE(connected.ok) << connected.screen << "\nlooprd's log:\n" << daemon_->log();
   }
 
   // Waits for `reached`; fails the test with the screen when it is not.
