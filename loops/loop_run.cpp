@@ -121,13 +121,14 @@ json LoopRun::to_json(bool detailed) const {
       {"artifact_kind", progress_.artifact.is_null()
                             ? json()
                             : json(std::string(artifact_kind_of(artifact_tool_for(spec_.type))))},
-      {"artifact_path", progress_.artifact_path.empty() ? json() : json(progress_.artifact_path)}};
+      {"artifact_path", progress_.artifact_path.empty() ? json() : json(progress_.artifact_path)},
+      {"budget",
+       {{"limits", limits_to_json(spec_.budget)},
+        {"used", progress_.spend.to_json()},
+        {"left", left_to_json(spec_.budget, progress_.spend)}}}};
   if (detailed) {
     loop["artifact"] = progress_.artifact;
     loop["iterations"] = progress_.iterations;
-    loop["budget"] = {{"limits", limits_to_json(spec_.budget)},
-                      {"used", progress_.spend.to_json()},
-                      {"left", left_to_json(spec_.budget, progress_.spend)}};
     loop["notes"] = progress_.notes;
   }
   return loop;
