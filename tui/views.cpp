@@ -161,8 +161,17 @@ Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, b
   }
   out.push_back(fitted(lanes, width));
 
+  // What waits for the person first: it must survive a narrow terminal.
   Line third;
-  third.add("calls/s ", Style::bold);
+  third.add("waiting ", Style::bold);
+  if (calls + plans == 0) {
+    third.add("nothing");
+  } else {
+    third.add(std::to_string(calls) + (calls == 1 ? " call, " : " calls, ") +
+                  std::to_string(plans) + (plans == 1 ? " plan" : " plans"),
+              Style::warn);
+  }
+  third.add(kSeparator).add("calls/s ", Style::bold);
   if (state.calls_per_second()) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%.1f", *state.calls_per_second());
@@ -174,15 +183,9 @@ Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, b
   third.add(kSeparator).add("today ", Style::bold);
   json tokens = {{"input_tokens", today.tokens}};
   third.add(client::format_token_total(tokens) + " tok " + client::format_usd(today.cost_usd));
-  third.add(" (" + std::to_string(today.loops) + " loops active today)", Style::dim);
-  third.add(kSeparator).add("waiting ", Style::bold);
-  if (calls + plans == 0) {
-    third.add("nothing");
-  } else {
-    third.add(std::to_string(calls) + (calls == 1 ? " call, " : " calls, ") +
-                  std::to_string(plans) + (plans == 1 ? " plan" : " plans"),
-              Style::warn);
-  }
+  third.add(
+      " (" + std::to_string(today.loops) + (width >= 100 ? " loops active today)" : " loops)"),
+      Style::dim);
   out.push_back(fitted(third, width));
   return out;
 }
@@ -228,7 +231,7 @@ struct LoopColumns {
   std::vector<std::size_t> widths;
 };
 
-// `with_left`: looprd sends the loops' budgets (loop.list's <loop> has
+// `with_left`: some loop shown has a limit to count down (its <loop>'s
 // `budget`), so LEFT is a column.
 LoopColumns loop_columns(std::size_t width, bool with_left) {
   struct Spec {
@@ -236,7 +239,8 @@ LoopColumns loop_columns(std::size_t width, bool with_left) {
     std::size_t width;
     int priority;
   };
-  const std::size_t id = width >= 100 ? 24 : 18;
+  // A code loop's id under its plan, spec and phase takes 23 columns.
+  const std::size_t id = width >= 100 || !with_left ? 24 : 18;
   const std::size_t status = width >= 110 ? 30 : (width >= 100 ? 18 : 17);
   constexpr std::size_t kMinTask = 10;
   const Spec specs[] = {
@@ -308,12 +312,15 @@ Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::
                  std::int64_t now_ms) {
   Lines out;
   const auto rows = loop_rows(state, ui);
+  // LEFT only when some loop shown has a limit to count down.
   bool budgets = false;
-  for (const LoopRow& r : rows)
-    if (member(*r.loop, "budget").is_object()) {
+  for (const LoopRow& r : rows) {
+    const std::string cell = budget_left_cell(*r.loop).first;
+    if (!cell.empty() && cell != "\xe2\x80\x94") {
       budgets = true;
       break;
     }
+  }
   const LoopColumns columns = loop_columns(width, budgets);
   // The cells of the columns shown, from all of them in display order.
   const auto pick = [&](std::vector<std::pair<std::string, Style>> all) {

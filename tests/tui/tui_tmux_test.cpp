@@ -155,7 +155,7 @@ TEST_F(TuiTest, ALoopAppearsFinishesAndItsDetailShowsTheTextAndAToolCallsOutput)
 }
 
 TEST_F(TuiTest, ACodeLoopStartedFromTheTuiAppearsSelectedAndRuns) {
-  start_daemon(fixing_session());
+  start_daemon(fixing_session(), "[budgets.loop]\nusd = 1.0\n");
   open_tui();
   expect_text("no loops yet");
   tmux_->send_keys({"N"});
@@ -169,6 +169,7 @@ TEST_F(TuiTest, ACodeLoopStartedFromTheTuiAppearsSelectedAndRuns) {
   // Its task (cut to the column's width at 120 columns) and its budget left.
   EXPECT_NE(line_with(started, "c1").find("make answer.txt"), std::string::npos) << started;
   EXPECT_NE(started.find("LEFT"), std::string::npos) << started;
+  EXPECT_NE(line_with(started, "c1").find("$0.9"), std::string::npos) << "of $1.00: " << started;
   expect_screen(row_shows("c1", "completed"), "c1 completed");
   // Enter opens the selected loop: the new one.
   tmux_->send_keys({"Enter"});
