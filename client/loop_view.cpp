@@ -246,6 +246,24 @@ std::optional<double> number_of(const json& value) {
   return number;
 }
 
+std::int64_t integer_of(const json& object, std::string_view key, std::int64_t fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return fallback;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_number_unsigned()) {
+    const auto value = it->get<std::uint64_t>();
+    return value > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX
+                                                         : static_cast<std::int64_t>(value);
+  }
+  const double value = it->get<double>();
+  if (std::isnan(value)) return fallback;
+  // 2^63 is exactly representable; anything at or past it clamps.
+  if (value >= 9223372036854775808.0) return INT64_MAX;
+  if (value <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<std::int64_t>(value);
+}
+
 std::string status_cell(const json& loop) {
   std::string status = cell(loop, "status");
   const json& deleted = member(loop, "deleted");

@@ -31,6 +31,10 @@ const nlohmann::json& member(const nlohmann::json& object, std::string_view key)
 std::string string_of(const nlohmann::json& object, std::string_view key);
 // `value` when it is a finite number.
 std::optional<double> number_of(const nlohmann::json& value);
+// object[key] as a whole number, clamped to int64 (a daemon's 1e300 cannot
+// overflow a cast); `fallback` when it is not a number.
+std::int64_t integer_of(const nlohmann::json& object, std::string_view key,
+                        std::int64_t fallback = 0);
 // The loop's status for display, " (deleted)" added for a deleted loop.
 std::string status_cell(const nlohmann::json& loop);
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "client/control_client.hpp"
@@ -42,10 +43,12 @@ Result<Snapshot> read_snapshot(client::ControlClient& client) {
 
 // loop.transcript read page by page (`after` the last step id), at most
 // DaemonLink::kMaxTranscriptSteps steps, the newest kept.
-Result<json> read_transcript(client::ControlClient& client, const json& params) {
+Result<json> read_transcript(client::ControlClient& client, const json& params,
+                             const std::atomic<bool>& stopping) {
   json steps = json::array();
   json request = params;
   for (;;) {
+    if (stopping) return make_error(errc::internal, "the TUI is quitting");
     request["limit"] = 1000;
     auto page = client.call("loop.transcript", request);
     if (!page) return page.error();
@@ -77,7 +80,13 @@ void DaemonLink::start() {
 }
 
 void DaemonLink::stop() {
-  stopping_ = true;
+  // Set under each waiter's mutex: a thread between its check and its wait
+  // cannot miss the notification.
+  {
+    std::lock_guard outbox(outbox_mutex_);
+    std::lock_guard sleep(sleep_mutex_);
+    stopping_ = true;
+  }
   outbox_ready_.notify_all();
   sleep_cv_.notify_all();
   if (events_thread_.joinable()) events_thread_.join();
@@ -152,7 +161,6 @@ void DaemonLink::events_main() {
       continue;
     }
     ever_connected = true;
-    backoff = kFirstBackoff;
     overflowed_ = false;
     LinkMessage snap;
     snap.kind = LinkMessage::Kind::snapshot;
@@ -165,6 +173,8 @@ void DaemonLink::events_main() {
     post(std::move(connected));
 
     auto last_metrics = Clock::now();
+    const auto connected_at = Clock::now();
+    std::uint64_t dropped_seen = client->dropped_events();
     while (!stopping_) {
       auto event = client->next_event(kEventWait);
       if (!event) {
@@ -176,6 +186,12 @@ void DaemonLink::events_main() {
         message.kind = LinkMessage::Kind::event;
         message.event = std::move(**event);
         post(std::move(message));
+      }
+      // Events the client dropped while a call waited for its reply: what
+      // they said is only in a new snapshot.
+      if (client->dropped_events() != dropped_seen) {
+        dropped_seen = client->dropped_events();
+        overflowed_ = true;
       }
       if (overflowed_) {
         std::size_t waiting = 0;
@@ -211,6 +227,14 @@ void DaemonLink::events_main() {
         post(std::move(message));
       }
     }
+    // A connection that dropped soon after it was made (looprd dropping a
+    // slow reader, or restarting) is retried after the back-off, not at once.
+    if (Clock::now() - connected_at >= std::chrono::seconds(5)) {
+      backoff = kFirstBackoff;
+    } else {
+      if (sleep_or_stop(backoff)) return;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
   }
 }
 
@@ -239,7 +263,7 @@ void DaemonLink::calls_main() {
       }
     }
     Result<json> result = command.method == "loop.transcript"
-                              ? read_transcript(*client, command.params)
+                              ? read_transcript(*client, command.params, stopping_)
                               : client->call(command.method, command.params);
     if (result) {
       reply.ok = true;

@@ -1,5 +1,6 @@
 #include "tui/daemon_state.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "client/loop_view.hpp"
@@ -8,14 +9,11 @@
 namespace loopr::tui {
 namespace {
 
+using client::integer_of;
 using client::member;
 using client::number_of;
 using client::string_of;
 using nlohmann::json;
-
-std::int64_t integer_of(const json& object, std::string_view key) {
-  return static_cast<std::int64_t>(number_of(member(object, key)).value_or(0));
-}
 
 }  // namespace
 
@@ -65,8 +63,7 @@ void DaemonState::apply_snapshot(const Snapshot& snapshot, std::int64_t steady_m
 
 void DaemonState::apply_metrics(const json& metrics, std::int64_t steady_ms) {
   if (!metrics.is_object()) return;
-  if (const auto uptime = number_of(member(metrics, "uptime_ms")))
-    uptime_ms_ = static_cast<std::int64_t>(*uptime);
+  if (number_of(member(metrics, "uptime_ms"))) uptime_ms_ = integer_of(metrics, "uptime_ms");
   lanes_.clear();
   const json& lanes = member(metrics, "lanes");
   if (lanes.is_array()) {
@@ -150,8 +147,8 @@ void DaemonState::apply_tool_event(const proto::Event& event, std::int64_t now_m
   } else if (event.event == "tool.finished") {
     record->status = string_of(data, "status");
     record->ok = member(data, "ok") != json(false);
-    if (const auto duration = number_of(member(data, "duration_ms")))
-      record->duration_ms = static_cast<std::int64_t>(*duration);
+    if (number_of(member(data, "duration_ms")))
+      record->duration_ms = integer_of(data, "duration_ms");
     if (record->lane.empty()) record->lane = string_of(data, "lane");
   }
 }
@@ -169,7 +166,12 @@ void DaemonState::apply_event(const proto::Event& event, std::int64_t now_ms) {
       if (!id.empty() && !markdown.empty()) set_plan_markdown(id, markdown);
     }
   } else if (name == "approval.requested") {
-    if (data.is_object() && approvals_.size() < kMaxApprovals) approvals_.push_back(data);
+    // Subscribed before the snapshot was read: the snapshot may list it too.
+    const std::string id = string_of(data, "id");
+    const bool known = std::any_of(approvals_.begin(), approvals_.end(), [&](const json& listed) {
+      return string_of(listed, "id") == id;
+    });
+    if (data.is_object() && !known && approvals_.size() < kMaxApprovals) approvals_.push_back(data);
   } else if (name == "approval.resolved") {
     const std::string id = string_of(data, "id");
     for (auto it = approvals_.begin(); it != approvals_.end(); ++it) {

@@ -98,7 +98,10 @@ void move_cursor(UiState& ui, const Visible& visible, std::ptrdiff_t delta) {
   }
   std::string& cursor = cursor_of(ui);
   cursor = moved(ids_of(ui, visible), cursor, delta);
-  if (ui.pane == Pane::approvals) ui.preview_top = 0;
+  if (ui.pane == Pane::approvals) {
+    ui.preview_top = 0;
+    ui.approval_moved_by_itself = false;
+  }
 }
 
 // The loop the action is about: the detail pane's, else the loops pane's
@@ -405,6 +408,23 @@ std::vector<Command> act(UiState& ui, const DaemonState& state, const Visible& v
       break;
     }
     case Action::approve:
+    case Action::deny:
+      if (ui.pane == Pane::approvals && ui.approval_moved_by_itself) {
+        ui.approval_moved_by_itself = false;
+        say(ui,
+            "what you had selected was resolved elsewhere; " + ui.approval_cursor.substr(5) +
+                " is selected now: press the key again to act on it",
+            true);
+        break;
+      }
+      if (action == Action::deny) {
+        if (ui.pane == Pane::approvals && ui.approval_cursor.rfind("call:", 0) == 0) {
+          start_prompt(ui, Prompt::deny_reason, ui.approval_cursor.substr(5));
+        } else {
+          say(ui, "select a waiting call to deny (a plan is rejected with x)", true);
+        }
+        break;
+      }
       if (ui.pane == Pane::approvals && ui.approval_cursor.rfind("call:", 0) == 0) {
         const std::string id = ui.approval_cursor.substr(5);
         out.push_back({"approval.approve", {{"id", id}}, "approve " + id});
@@ -415,13 +435,6 @@ std::vector<Command> act(UiState& ui, const DaemonState& state, const Visible& v
         } else {
           out.push_back({"plan.approve", {{"id", *plan}}, "approve plan " + *plan});
         }
-      }
-      break;
-    case Action::deny:
-      if (ui.pane == Pane::approvals && ui.approval_cursor.rfind("call:", 0) == 0) {
-        start_prompt(ui, Prompt::deny_reason, ui.approval_cursor.substr(5));
-      } else {
-        say(ui, "select a waiting call to deny (a plan is rejected with x)", true);
       }
       break;
     case Action::reject:

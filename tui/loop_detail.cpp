@@ -8,16 +8,10 @@
 namespace loopr::tui {
 namespace {
 
+using client::integer_of;
 using client::member;
 using client::string_of;
 using nlohmann::json;
-
-std::int64_t integer_of(const json& object, std::string_view key, std::int64_t fallback = 0) {
-  const json& value = member(object, key);
-  if (value.is_number_integer() || value.is_number_unsigned()) return value.get<std::int64_t>();
-  if (value.is_number_float()) return static_cast<std::int64_t>(value.get<double>());
-  return fallback;
-}
 
 std::optional<std::int64_t> optional_integer(const json& object, std::string_view key) {
   const json& value = member(object, key);

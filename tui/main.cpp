@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <clocale>
 #include <filesystem>
 #include <iostream>
 
@@ -33,6 +34,9 @@ std::int64_t wall_ms() {
 }
 
 int run(const std::string& socket_path, const std::string& repo) {
+  // Before any thread starts: setlocale is not thread-safe, and the link's
+  // threads parse numbers.
+  std::setlocale(LC_ALL, "");
   tui::DaemonLink link(socket_path);
   tui::UiState ui;
   ui.repo = repo;
@@ -58,6 +62,8 @@ int run(const std::string& socket_path, const std::string& repo) {
                        {tui::Terminal::quit_fd(), POLLIN, 0}};
       ::poll(fds, 3, static_cast<int>(std::max<milliseconds::rep>(0, wait.count())));
       if ((fds[2].revents & POLLIN) != 0) break;
+      // The terminal went away without a SIGHUP: nobody is left to draw for.
+      if ((fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) break;
       for (const auto& key : terminal.read_keys()) {
         dirty = true;
         for (auto& command : app.on_key(key, terminal.size(), wall_ms()))

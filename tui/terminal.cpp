@@ -33,8 +33,9 @@ void on_quit_signal(int) {
 
 void on_crash_signal(int signal) {
   if (g_have_termios) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &g_saved_termios);
-  // Leave the alternate screen, reset attributes, show the cursor.
-  static const char kReset[] = "\033[?1049l\033[0m\033[?25h\r\n";
+  // Leave the alternate screen, reset attributes, show the cursor, leave
+  // keypad mode.
+  static const char kReset[] = "\033[?1049l\033[0m\033[?25h\033[?1l\033>\r\n";
   [[maybe_unused]] const auto written = ::write(STDOUT_FILENO, kReset, sizeof kReset - 1);
   std::signal(signal, SIG_DFL);
   std::raise(signal);
@@ -149,6 +150,10 @@ Terminal::Terminal() {
 Terminal::~Terminal() {
   ::endwin();
   g_have_termios = false;
+  // The screen is the person's again: Ctrl-C while the link's threads wind
+  // down ends the program as any other would.
+  for (const int signal : {SIGTERM, SIGHUP, SIGINT})
+    std::signal(signal, SIG_DFL);
 }
 
 int Terminal::quit_fd() {

@@ -57,8 +57,12 @@ struct UiState {
 
   std::string loop_cursor;      // id of the selected loop
   std::string approval_cursor;  // "call:<approval id>" or "plan:<plan id>"
-  std::string tool_cursor;      // call id
-  std::size_t loops_top = 0;    // first row shown (views keep it in step)
+  // The selected item went away (resolved elsewhere) and the selection moved
+  // to another by itself: the next approve or deny only says so, so a
+  // keypress meant for the old item never lands on one nobody looked at.
+  bool approval_moved_by_itself = false;
+  std::string tool_cursor;    // call id
+  std::size_t loops_top = 0;  // first row shown (views keep it in step)
   std::size_t approvals_top = 0;
   std::size_t tools_top = 0;
   std::size_t preview_top = 0;  // the approvals pane's preview scroll

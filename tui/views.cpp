@@ -50,11 +50,10 @@ std::string elapsed_cell(const json& loop, std::int64_t now_ms) {
 }
 
 std::string iteration_cell(const json& loop) {
-  const auto iteration = number_of(member(loop, "iteration"));
-  const auto max = number_of(member(loop, "max_iterations"));
-  if (!iteration) return "-";
-  std::string out = std::to_string(static_cast<long long>(*iteration));
-  if (max) out += "/" + std::to_string(static_cast<long long>(*max));
+  if (!number_of(member(loop, "iteration"))) return "-";
+  std::string out = std::to_string(client::integer_of(loop, "iteration"));
+  if (number_of(member(loop, "max_iterations")))
+    out += "/" + std::to_string(client::integer_of(loop, "max_iterations"));
   return out;
 }
 
@@ -456,8 +455,10 @@ Lines approvals_body(const DaemonState& state, UiState& ui, std::size_t width, s
                        Style::dim));
     return out;
   }
-  if (std::find(items.begin(), items.end(), ui.approval_cursor) == items.end())
+  if (std::find(items.begin(), items.end(), ui.approval_cursor) == items.end()) {
+    if (!ui.approval_cursor.empty()) ui.approval_moved_by_itself = true;
     ui.approval_cursor = items.front();
+  }
   const std::size_t cursor = index_of(items, ui.approval_cursor);
   const std::size_t list_height = std::min(items.size(), std::max<std::size_t>(1, height / 3));
   ui.approvals_top = scrolled(ui.approvals_top, cursor, list_height, items.size());

@@ -97,6 +97,31 @@ TEST_F(KeysTest, ApprovingACallAndDenyingWithAReason) {
   EXPECT_EQ(ui.prompt, Prompt::none);
 }
 
+TEST_F(KeysTest, AnApproveMeantForACallResolvedElsewhereNeverLandsOnTheNextOne) {
+  state.apply_event(proto::Event{"approval.requested", {{"id", "a-5"}, {"tool", "build"}}}, 0);
+  ui.pane = Pane::approvals;
+  ui.approval_cursor = "call:a-4";
+  // Someone else approves a-4; the next frame selects what is left.
+  state.apply_event(proto::Event{"approval.resolved", {{"id", "a-4"}, {"approved", true}}}, 0);
+  compose(state, ui, {80, 24}, 0);
+  EXPECT_NE(ui.approval_cursor, "call:a-4");
+  EXPECT_TRUE(press(Key::of('a')).empty()) << "the keypress was meant for a-4";
+  EXPECT_NE(ui.message.find("resolved elsewhere"), std::string::npos) << ui.message;
+  const auto again = press(Key::of('a'));  // deliberate, with a-5 on screen
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].method, "approval.approve");
+  EXPECT_EQ(again[0].params, (json{{"id", "a-5"}}));
+}
+
+TEST_F(KeysTest, AnApprovalInTheSnapshotAndInAnEventIsListedOnce) {
+  // Subscribed before the snapshot: the same request can come both ways.
+  state.apply_event(proto::Event{"approval.requested", {{"id", "a-4"}, {"tool", "run_command"}}},
+                    0);
+  EXPECT_EQ(state.approvals().size(), 1u);
+  state.apply_event(proto::Event{"approval.resolved", {{"id", "a-4"}, {"approved", true}}}, 0);
+  EXPECT_TRUE(state.approvals().empty()) << "no ghost left waiting";
+}
+
 TEST_F(KeysTest, APlanIsApprovedRejectedOrIteratedWithFeedback) {
   press(Key::of('2'));
   ui.approval_cursor = "plan:p1";
