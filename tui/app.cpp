@@ -128,6 +128,18 @@ std::vector<Command> App::on_key(Key key, ScreenSize size, std::int64_t now_ms) 
   return handle_key(ui_, state_, visible, key);
 }
 
+void App::refused(const Command& command) {
+  if (command.method == "loop.diff") {
+    diff_in_flight_ = false;
+    diff_stale_ = true;
+  } else if (command.method == "plan.get") {
+    plans_asked_.erase(string_of(command.params, "id"));
+  } else if (command.method == "loop.get") {
+    detail_refresh_ = true;
+  }
+  ui_.message = "too many requests waiting; " + command.label + " is asked again shortly";
+}
+
 std::vector<Command> App::follow_ups() {
   std::vector<Command> out;
   if (ui_.pane == Pane::detail && !ui_.detail_loop.empty()) {

@@ -32,6 +32,9 @@ class App {
   std::vector<Command> on_key(Key key, ScreenSize size, std::int64_t now_ms);
   // The fetches the panes now need (each asked once until it is answered).
   std::vector<Command> follow_ups();
+  // The link refused `command` (its queue was full): what was waiting for
+  // its reply is asked again later instead of waiting for good.
+  void refused(const Command& command);
 
   const DaemonState& state() const { return state_; }
   DaemonState& state() { return state_; }

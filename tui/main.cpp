@@ -74,7 +74,7 @@ int run(const std::string& socket_path, const std::string& repo) {
         dirty = true;
       }
       for (auto& command : app.follow_ups())
-        link.send(std::move(command));
+        if (!link.send(command)) app.refused(command);
     }
   }  // the terminal is restored here, before waiting for the link's threads
   link.stop();

@@ -345,7 +345,8 @@ Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::
     return out;
   }
   const bool preview = height >= 14;
-  const std::size_t list_height = height - 1 - (preview ? 4 : 0);
+  const std::size_t reserved = 1 + (preview ? 4 : 0);  // the heading, the preview
+  const std::size_t list_height = height > reserved ? height - reserved : 0;
   std::vector<std::string> ids;
   for (const auto& r : rows)
     ids.push_back(r.id);

@@ -127,6 +127,15 @@ TEST_F(AppTest, DShowsTheBranchDiffFetchedOnceAndAgainAfterACommit) {
   EXPECT_EQ(find(app.follow_ups(), "loop.diff"), nullptr);
 }
 
+TEST_F(AppTest, AFetchTheLinkRefusedIsAskedAgainNotWaitedForForever) {
+  app.ui().loop_cursor = "c1";
+  press(Key::of('D'));
+  ASSERT_NE(find(app.follow_ups(), "loop.diff"), nullptr);
+  app.refused(last);  // the link's queue was full
+  EXPECT_NE(app.ui().message.find("asked again"), std::string::npos) << app.ui().message;
+  EXPECT_NE(find(app.follow_ups(), "loop.diff"), nullptr) << "asked again";
+}
+
 TEST_F(AppTest, TheDiffIsCappedCutToTheWidthAndScrolls) {
   app.ui().loop_cursor = "c1";
   press(Key::of('D'));
