@@ -154,8 +154,9 @@ TEST_F(TuiTest, ACodeLoopStartedFromTheTuiAppearsSelectedAndRuns) {
   // Its task (cut to the column's width at 120 columns) and its budget left.
   EXPECT_NE(line_with(started, "c1").find("make answer.txt"), std::string::npos) << started;
   EXPECT_NE(started.find("LEFT"), std::string::npos) << started;
-  EXPECT_NE(line_with(started, "c1").find("$0.9"), std::string::npos) << "of $1.00: " << started;
-  expect_screen(row_shows("c1", "completed"), "c1 completed");
+  const std::string done = expect_screen(row_shows("c1", "completed"), "c1 completed");
+  // What it spent (3 scripted turns, $0.0108) is gone from its $1.00.
+  EXPECT_NE(line_with(done, "c1").find("$0.98"), std::string::npos) << done;
   // Enter opens the selected loop: the new one.
   tmux_->send_keys({"Enter"});
   expect_text("Reading the answer file first.");
