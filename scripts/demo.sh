@@ -106,7 +106,8 @@ ctl call run_command '{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1"
 net_call=$!
 id=""
 for _ in $(seq 100); do
-  id=$(ctl --json approvals | grep -o '"id": *"a-[0-9]*"' | grep -o 'a-[0-9]*' | head -n 1)
+  # sed, not head: with pipefail, a writer cut off by head fails the script.
+  id=$(ctl --json approvals | grep -o '"id": *"a-[0-9]*"' | grep -o 'a-[0-9]*' | sed -n 1p)
   [ -n "$id" ] && break
   sleep 0.1
 done
@@ -172,7 +173,7 @@ fi
 show ctl loops --tree
 
 step "the plan's branch holds the whole result"
-git -C "$planned" log --oneline --graph "loop/$plan_id" | head -n 40
+git -C "$planned" log --oneline --graph "loop/$plan_id" | sed -n 1,40p
 git -C "$planned" diff --stat "main..loop/$plan_id"
 git -C "$planned" diff "main..loop/$plan_id" -- calc.sh
 echo "-- nothing touched main until now:"
