@@ -49,6 +49,16 @@ class SpawnSetup {
 
 }  // namespace
 
+Result<std::string> sibling_executable(const std::string& name) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return errno_error(errno, "readlink", "/proc/self/exe");
+  if (static_cast<std::size_t>(n) >= sizeof self - 1) {
+    return make_error(errc::too_large, "the path of this program is too long to read");
+  }
+  return (fs::path(std::string(self, static_cast<std::size_t>(n))).parent_path() / name).string();
+}
+
 Result<std::string> locate_looprd(const std::string& explicit_path) {
   std::string path;
   if (!explicit_path.empty()) {
@@ -56,11 +66,9 @@ Result<std::string> locate_looprd(const std::string& explicit_path) {
     path = fs::absolute(explicit_path, error).lexically_normal().string();
     if (error) return errno_error(error.value(), "resolve", explicit_path);
   } else {
-    char self[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return errno_error(errno, "readlink", "/proc/self/exe");
-    path = (fs::path(std::string(self, static_cast<std::size_t>(n))).parent_path() / "looprd")
-               .string();
+    auto sibling = sibling_executable("looprd");
+    if (!sibling) return sibling;
+    path = *sibling;
   }
   if (::access(path.c_str(), X_OK) != 0) {
     return make_error(errc::not_found, "cannot run looprd at " + path + ": " + std::strerror(errno),

@@ -18,6 +18,9 @@ namespace loopr::client {
 // this executable (/proc/self/exe). errc::not_found when that file is not an
 // executable.
 Result<std::string> locate_looprd(const std::string& explicit_path);
+// The path of `name` in the folder of the running program (/proc/self/exe),
+// where looprctl finds looprd and loopr-tui. Not checked to exist.
+Result<std::string> sibling_executable(const std::string& name);
 
 // Spawns argv[0] with `argv` in a new session (setsid: no controlling
 // terminal, not in the caller's process group), working directory "/",

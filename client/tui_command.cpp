@@ -1,24 +1,20 @@
 #include "client/tui_command.hpp"
 
-#include <limits.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <ostream>
 #include <vector>
+
+#include "client/daemon_process.hpp"
 
 namespace loopr::client {
 
 int run_tui(const CommandContext& context, const std::string& repo) {
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return context.fail(errno_error(errno, "readlink", "/proc/self/exe"));
-  const std::string tui =
-      (std::filesystem::path(std::string(self, static_cast<std::size_t>(n))).parent_path() /
-       "loopr-tui")
-          .string();
+  auto located = sibling_executable("loopr-tui");
+  if (!located) return context.fail(located.error());
+  const std::string tui = *located;
   std::vector<std::string> args = {tui, "--socket", context.paths.socket_path};
   if (!context.path_flags.config_dir.empty()) {
     args.push_back("--config-dir");

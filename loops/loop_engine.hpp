@@ -154,6 +154,9 @@ class LoopEngine {
   asio::awaitable<bool> merge_child(const std::shared_ptr<LoopRun>& parent,
                                     const std::shared_ptr<LoopRun>& child);
   bool make_children(const std::shared_ptr<LoopRun>& parent);
+  // A child of `parent` of `type`: its parent's repository, model, plan,
+  // branch and generation, the type's [loops.TYPE] settings, the loop budget.
+  LoopSpec child_spec(const LoopRun& parent, const std::string& type) const;
   std::string unmet_dependency(const LoopRun& run) const;
   asio::awaitable<void> start_queued(const std::shared_ptr<LoopRun>& run);
   asio::awaitable<void> stop_and_mark(const std::shared_ptr<LoopRun>& run, LoopStatus status,

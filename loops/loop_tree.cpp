@@ -470,26 +470,32 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
   co_return started;
 }
 
+LoopSpec LoopEngine::child_spec(const LoopRun& parent, const std::string& type) const {
+  const LoopSpec& ps = parent.spec();
+  const config::LoopSettings& loop_settings = services_.settings.loops.at(type);
+  LoopSpec spec;
+  spec.type = type;
+  spec.repo = ps.repo;
+  spec.provider = ps.provider;
+  spec.model = ps.model;
+  spec.validate = loop_settings.validation_command;
+  spec.prompt_template = loop_settings.prompt_template;
+  spec.tools = loop_settings.tools;
+  spec.max_iterations = loop_settings.max_iterations;
+  spec.budget = services_.settings.budgets.loop;
+  spec.plan_id = ps.root_plan();
+  spec.parent_branch = ps.branch;
+  spec.generation = parent.progress().generation;
+  return spec;
+}
+
 bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
   const LoopSpec& ps = parent->spec();
   const json& artifact = parent->progress().artifact;
   std::vector<LoopSpec> specs;
   auto child = [&](const std::string& type, std::string task, json input) {
-    LoopSpec spec;
-    const config::LoopSettings& loop_settings = services_.settings.loops.at(type);
-    spec.type = type;
+    LoopSpec spec = child_spec(*parent, type);
     spec.task = std::move(task);
-    spec.repo = ps.repo;
-    spec.provider = ps.provider;
-    spec.model = ps.model;
-    spec.validate = loop_settings.validation_command;
-    spec.prompt_template = loop_settings.prompt_template;
-    spec.tools = loop_settings.tools;
-    spec.max_iterations = loop_settings.max_iterations;
-    spec.budget = services_.settings.budgets.loop;
-    spec.plan_id = ps.root_plan();
-    spec.parent_branch = ps.branch;
-    spec.generation = parent->progress().generation;
     spec.input = std::move(input);
     name_new_loop(spec, ps.id, static_cast<std::int64_t>(specs.size()));
     return spec;
@@ -645,21 +651,10 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
         "the resolved merge " + child_spec.id + " conflicts again in " + files.dump());
     co_return true;
   }
-  LoopSpec resolver;
-  const config::LoopSettings& code = services_.settings.loops.at("code");
-  resolver.type = "code";
+  LoopSpec resolver = this->child_spec(*parent, "code");
   resolver.role = "resolver";
   resolver.merge_child = child_spec.id;
-  resolver.repo = parent_spec.repo;
-  resolver.provider = parent_spec.provider;
-  resolver.model = parent_spec.model;
-  resolver.prompt_template = code.prompt_template;
-  resolver.tools = code.tools;
   resolver.max_iterations = services_.settings.merges.resolve_max_iterations;
-  resolver.budget = services_.settings.budgets.loop;
-  resolver.plan_id = parent_spec.root_plan();
-  resolver.parent_branch = parent_spec.branch;
-  resolver.generation = parent->progress().generation;
   resolver.input = {{"child", child_spec.id}, {"files", files}};
   std::string list;
   for (const auto& file : merged->conflicts)
