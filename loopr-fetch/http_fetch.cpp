@@ -18,10 +18,15 @@ struct EasyDeleter {
 };
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 
-// State the callbacks share with the transfer; lives on http_get's stack.
+struct SlistDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
+
+// State the callbacks share with the transfer; lives on http_request's stack.
 struct Transfer {
   const AddressPolicy* policy = nullptr;
-  std::string url;  // the hop in progress, for messages
+  std::string url;  // the hop in progress, for messages (HttpRequest::shown_url if set)
   std::optional<Error> refusal;
   std::string body;
   std::size_t max_body_bytes = 0;
@@ -106,19 +111,18 @@ void global_init_once() {
   (void)init;
 }
 
-}  // namespace
-
-Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy,
-                             const FetchLimits& limits) {
-  global_init_once();
-  EasyHandle easy(curl_easy_init());
-  if (!easy) return make_error(errc::internal, "curl_easy_init failed");
-  Transfer transfer;
-  transfer.policy = &policy;
-  transfer.max_body_bytes = limits.max_body_bytes;
-  char detail[CURL_ERROR_SIZE] = {};
-
-  CURL* e = easy.get();
+// Every option of a transfer, for web_fetch and web_search alike: how it
+// connects (no proxy; every socket checked by the address policy), the
+// method, headers and body, the caps and timeouts. `transfer`, `detail` and
+// `headers` must outlive the handle's use.
+Result<void> set_up_transfer(CURL* e, const HttpRequest& request, const FetchLimits& limits,
+                             Transfer& transfer, char* detail, HeaderList& headers) {
+  for (const std::string& header : request.headers) {
+    curl_slist* grown = curl_slist_append(headers.get(), header.c_str());
+    if (grown == nullptr) return make_error(errc::internal, "curl_slist_append failed");
+    (void)headers.release();
+    headers.reset(grown);
+  }
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, detail);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -135,7 +139,38 @@ Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(limits.connect_timeout.count()));
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(limits.stall_timeout.count()));
+  if (limits.total_timeout.count() > 0) {
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(limits.total_timeout.count()));
+  }
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
+  if (request.method == "POST") {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, request.body.c_str());
+  } else if (request.method != "GET") {
+    return make_error(errc::internal, "http_request: unsupported method " + request.method);
+  }
+  return {};
+}
 
+}  // namespace
+
+Result<FetchedPage> http_request(const HttpRequest& request, const AddressPolicy& policy,
+                                 const FetchLimits& limits) {
+  global_init_once();
+  EasyHandle easy(curl_easy_init());
+  if (!easy) return make_error(errc::internal, "curl_easy_init failed");
+  Transfer transfer;
+  transfer.policy = &policy;
+  transfer.max_body_bytes = limits.max_body_bytes;
+  char detail[CURL_ERROR_SIZE] = {};
+  HeaderList headers;
+  CURL* e = easy.get();
+  if (auto set = set_up_transfer(e, request, limits, transfer, detail, headers); !set) {
+    return std::move(set).error();
+  }
+
+  const std::string& url = request.shown_url.empty() ? request.url : request.shown_url;
+  std::string hop = request.url;
   FetchedPage page;
   transfer.url = url;
   for (;;) {
@@ -143,7 +178,7 @@ Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy
     transfer.body_truncated = false;
     transfer.refusal.reset();
     detail[0] = '\0';
-    curl_easy_setopt(e, CURLOPT_URL, transfer.url.c_str());
+    curl_easy_setopt(e, CURLOPT_URL, hop.c_str());
     const CURLcode code = curl_easy_perform(e);
     if (transfer.refusal) {
       Error refusal = std::move(*transfer.refusal);
@@ -160,7 +195,7 @@ Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     char* location = nullptr;
     curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location);
-    if (is_redirect(status) && location != nullptr) {
+    if (is_redirect(status) && location != nullptr && request.method == "GET") {
       if (page.redirects >= limits.max_redirects) {
         return make_error(errc::io,
                           url + " redirected more than " + std::to_string(limits.max_redirects) +
@@ -174,7 +209,8 @@ Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy
                               "', which web_fetch does not follow: " + next.error().message,
                           "web_fetch follows redirects to http:// and https:// URLs only");
       }
-      transfer.url = std::move(*next);
+      hop = std::move(*next);
+      transfer.url = hop;
       ++page.redirects;
       continue;
     }
@@ -186,6 +222,10 @@ Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy
     char* ip = nullptr;
     curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip);
     if (ip != nullptr) page.remote_address = ip;
+    curl_header* retry_after = nullptr;
+    if (curl_easy_header(e, "Retry-After", 0, CURLH_HEADER, -1, &retry_after) == CURLHE_OK) {
+      page.retry_after = retry_after->value;
+    }
     page.body = std::move(transfer.body);
     page.body_truncated = transfer.body_truncated;
     return page;

@@ -1,5 +1,7 @@
-// http_get: one GET of an http(s) URL with libcurl, following redirects
-// itself so that every hop is checked: the URL's scheme (http, https only)
+// http_request: one HTTP request (GET, or POST with a body) to an http(s)
+// URL with libcurl; web_fetch and web_search share it, and it is the one
+// place that decides how loopr-fetch connects. It follows redirects itself
+// so that every hop is checked: the URL's scheme (http, https only)
 // and, through CURLOPT_OPENSOCKETFUNCTION, the address of every socket the
 // transfer is about to connect, after DNS resolution (AddressPolicy). No
 // proxy is used, whatever the environment says: a proxy would hide the
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "loopr-fetch/address_policy.hpp"
@@ -26,6 +29,18 @@ struct FetchLimits {
   // A transfer slower than 1 byte/s for this long is abandoned (the lane's
   // job timeout bounds the whole call).
   std::chrono::seconds stall_timeout{20};
+  // The whole transfer, redirects included; 0: no limit but the stall.
+  std::chrono::milliseconds total_timeout{0};
+};
+
+struct HttpRequest {
+  std::string method = "GET";  // "GET" or "POST"; redirects are followed for GET only
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string body;                  // POST
+  // What messages call the URL (web_search: its endpoint without the query,
+  // which may carry a key); empty: the URL.
+  std::string shown_url;
 };
 
 struct FetchedPage {
@@ -36,13 +51,22 @@ struct FetchedPage {
   int redirects = 0;
   std::string body;
   bool body_truncated = false;
+  std::string retry_after;  // the response's Retry-After header, as sent; may be empty
 };
 
-// `url` must have passed checked_fetch_url. Errors: sandbox_denied (an
-// address the policy refuses, at any hop), invalid_arguments (a redirect to
-// another scheme), not_found (the host does not resolve), timeout, io
-// (connection, TLS, too many redirects), each with a hint.
-Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy,
-                             const FetchLimits& limits);
+// `request.url` must have passed checked_fetch_url. Any HTTP status is a
+// result. Errors: sandbox_denied (an address the policy refuses, at any
+// hop), invalid_arguments (a redirect to another scheme), not_found (the
+// host does not resolve), timeout, io (connection, TLS, too many
+// redirects), each with a hint.
+Result<FetchedPage> http_request(const HttpRequest& request, const AddressPolicy& policy,
+                                 const FetchLimits& limits);
+
+inline Result<FetchedPage> http_get(const std::string& url, const AddressPolicy& policy,
+                                    const FetchLimits& limits) {
+  HttpRequest request;
+  request.url = url;
+  return http_request(request, policy, limits);
+}
 
 }  // namespace loopr::fetch

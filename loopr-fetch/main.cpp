@@ -1,11 +1,12 @@
 // loopr-fetch <tool> --worktree DIR: the tools that reach the network over
-// HTTP (web_fetch), with the process contract of loopr-tool
+// HTTP (web_fetch, web_search), with the process contract of loopr-tool
 // (loopr-tool/tool_main.hpp). A separate binary because libcurl and libxml2
 // come only as shared libraries with their dependencies, while loopr-tool is
-// linked statically to start fast; the runner execs this one for web_fetch.
+// linked statically to start fast; the runner execs this one for them.
 #include <array>
 
 #include "loopr-fetch/web_fetch.hpp"
+#include "loopr-fetch/web_search.hpp"
 #include "loopr-tool/tool_main.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -20,6 +21,7 @@ namespace {
 
 constexpr std::array kFetchTools = {
     loopr::tool::ToolEntry{"web_fetch", &loopr::fetch::web_fetch},
+    loopr::tool::ToolEntry{"web_search", &loopr::fetch::web_search},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "loopr-fetch/fetch_url.hpp"
 #include "loopr-fetch/html_text.hpp"
 #include "loopr-fetch/http_fetch.hpp"
+#include "loopr-fetch/job_address_policy.hpp"
 #include "loopr-tool/arguments.hpp"
 #include "loopr-tool/job_facts.hpp"
 
@@ -34,24 +35,6 @@ bool is_text(const std::string& media_type) {
     if (media_type.ends_with(suffix)) return true;
   }
   return false;
-}
-
-Result<std::vector<std::string>> allowed_networks(const tool::Arguments& arguments) {
-  std::vector<std::string> ranges;
-  if (!arguments.has("allowed_networks")) return ranges;
-  const Json& raw = arguments.raw("allowed_networks");
-  if (!raw.is_array()) {
-    return make_error(errc::invalid_arguments,
-                      "web_fetch: 'allowed_networks' must be an array of CIDR strings");
-  }
-  for (const Json& item : raw) {
-    if (!item.is_string()) {
-      return make_error(errc::invalid_arguments,
-                        "web_fetch: 'allowed_networks' must hold only strings");
-    }
-    ranges.push_back(item.get<std::string>());
-  }
-  return ranges;
 }
 
 // Puts `content` into `result`, cut so the whole result stays within `cap`
@@ -90,14 +73,8 @@ Result<Json> web_fetch(const tool::Worktree& /*worktree*/, const Json& args) {
   if (!url_text) return std::move(url_text).error();
   auto format = arguments->choice_or("format", "markdown", {"markdown", "text", "html"});
   if (!format) return std::move(format).error();
-  auto ranges = allowed_networks(*arguments);
-  if (!ranges) return std::move(ranges).error();
-  auto policy = AddressPolicy::from_strings(*ranges);
-  if (!policy) {
-    Error error = std::move(policy).error();
-    error.message = "web_fetch: allowed_networks: " + error.message;
-    return error;
-  }
+  auto policy = job_address_policy(*arguments, "web_fetch");
+  if (!policy) return std::move(policy).error();
   auto url = checked_fetch_url(*url_text);
   if (!url) return std::move(url).error();
   // The runner says when the lane has no network: the resolver would only

@@ -91,9 +91,10 @@ struct RunningJob {
   UniqueFd setup_errors;  // EOF at exec; a message if a sandbox step failed
 };
 
-// The tools loopr-fetch runs (web_fetch); every other tool is loopr-tool's.
+// The tools loopr-fetch runs (web_fetch, web_search); every other tool is
+// loopr-tool's.
 inline bool runs_in_fetch_binary(std::string_view tool) {
-  return tool == "web_fetch";
+  return tool == "web_fetch" || tool == "web_search";
 }
 
 class LaneSandbox {
