@@ -105,6 +105,8 @@ class SettingsReader {
         commands(v);
       } else if (key == "web_fetch") {
         web_fetch(v);
+      } else if (key == "web_search") {
+        web_search(v);
       } else if (key == "loops") {
         loops(v);
       } else if (key == "providers") {
@@ -126,7 +128,7 @@ class SettingsReader {
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
-             "[commands], [web_fetch], [loops.*], [providers.*], [llm], [prices.*], "
+             "[commands], [web_fetch], [web_search], [loops.*], [providers.*], [llm], [prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
              "[scheduler] and [merges]");
       }
@@ -297,6 +299,17 @@ class SettingsReader {
     }
   }
 
+  // A list of CIDR ranges or addresses; each must parse.
+  static std::vector<std::string> network_list(const toml::value& v, const std::string& key) {
+    std::vector<std::string> ranges = detail::read_string_list(v, key);
+    for (const std::string& text : ranges) {
+      if (auto range = NetworkRange::parse(text); !range) {
+        fail(v, key, range.error().message + "; " + range.error().hint);
+      }
+    }
+    return ranges;
+  }
+
   void web_fetch(const toml::value& table) {
     detail::require_table(table, "web_fetch");
     detail::refuse_unknown_keys(table, "web_fetch", {"allowed_networks"});
@@ -304,14 +317,94 @@ class SettingsReader {
       const toml::value& v = *entry.value;
       const std::string key = "web_fetch." + entry.key;
       note(key, v);
-      std::vector<std::string> ranges = detail::read_string_list(v, key);
-      for (const std::string& text : ranges) {
-        if (auto range = NetworkRange::parse(text); !range) {
-          fail(v, key, range.error().message + "; " + range.error().hint);
-        }
-      }
-      s_.web_fetch.allowed_networks = std::move(ranges);
+      s_.web_fetch.allowed_networks = network_list(v, key);
     }
+  }
+
+  void web_search(const toml::value& table) {
+    detail::require_table(table, "web_search");
+    WebSearchSettings& w = s_.web_search;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "web_search." + entry.key;
+      if (w.providers.contains(entry.key)) {
+        search_provider(v, key, w.providers[entry.key], entry.key == "google");
+        continue;
+      }
+      note(key, v);
+      if (entry.key == "provider") {
+        w.provider = detail::read_choice(v, key, {"brave", "google", "serper", "searxng", ""});
+      } else if (entry.key == "allowed_networks") {
+        w.allowed_networks = network_list(v, key);
+      } else if (entry.key == "max_retries") {
+        w.max_retries = detail::read_integer_in(v, key, 0, 10, "retries");
+      } else if (entry.key == "retry_base_delay_ms") {
+        w.retry_base_delay_ms = detail::read_integer_in(v, key, 1, 60'000, "milliseconds");
+      } else if (entry.key == "retry_max_delay_ms") {
+        w.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 60'000, "milliseconds");
+      } else {
+        fail(v, key,
+             "unknown key; [web_search] has provider, allowed_networks, max_retries, "
+             "retry_base_delay_ms, retry_max_delay_ms and the tables [web_search.brave], "
+             "[web_search.google], [web_search.serper], [web_search.searxng]");
+      }
+    }
+  }
+
+  // [web_search.KIND]; only google has cx, and searxng needs no key.
+  void search_provider(const toml::value& table, const std::string& base, SearchProviderSettings& p,
+                       bool google) {
+    detail::require_table(table, base);
+    refuse_keys_in_file(table, base);
+    if (google) {
+      detail::refuse_unknown_keys(table, base, {"base_url", "api_key_env", "key_file", "cx"});
+    } else {
+      detail::refuse_unknown_keys(table, base, {"base_url", "api_key_env", "key_file"});
+    }
+    note(base, table);
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = base + "." + entry.key;
+      note(key, v);
+      if (entry.key == "base_url") {
+        p.base_url = http_url(v, key);
+      } else if (entry.key == "api_key_env") {
+        p.api_key_env = env_name(v, key);
+      } else if (entry.key == "key_file") {
+        p.key_file = path(v, key, true);
+      } else if (entry.key == "cx") {
+        p.cx = detail::read_string(v, key);
+      }
+    }
+  }
+
+  // A key written into the file itself is refused, saying where keys go.
+  static void refuse_keys_in_file(const toml::value& table, const std::string& base) {
+    for (const auto& entry : detail::entries(table)) {
+      if (entry.key == "api_key" || entry.key == "key" || entry.key == "token") {
+        fail(*entry.value, base + "." + entry.key,
+             "API keys do not belong in loopr.toml; set api_key_env (the name of an "
+             "environment variable holding the key) or key_file");
+      }
+    }
+  }
+
+  static std::string http_url(const toml::value& v, const std::string& key) {
+    std::string url = detail::read_string(v, key);
+    if (!url.starts_with("https://") && !url.starts_with("http://")) {
+      fail(v, key, "must be an http:// or https:// URL, got \"" + url + "\"");
+    }
+    return url;
+  }
+
+  static std::string env_name(const toml::value& v, const std::string& key) {
+    std::string name = detail::read_string(v, key);
+    if (!name.empty() && !is_env_name(name)) {
+      fail(v, key,
+           "must be the NAME of an environment variable (letters, digits, _), not the key "
+           "itself");
+    }
+    return name;
   }
 
   void commands(const toml::value& table) {
@@ -375,13 +468,7 @@ class SettingsReader {
       const toml::value& pt = *provider_entry.value;
       if (!is_name(name)) fail(pt, base, "a provider name may use only letters, digits, _ and -");
       detail::require_table(pt, base);
-      for (const auto& entry : detail::entries(pt)) {
-        if (entry.key == "api_key" || entry.key == "key" || entry.key == "token") {
-          fail(*entry.value, base + "." + entry.key,
-               "API keys do not belong in loopr.toml; set api_key_env (the name of an "
-               "environment variable holding the key) or key_file");
-        }
-      }
+      refuse_keys_in_file(pt, base);
       detail::refuse_unknown_keys(
           pt, base,
           {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script",
@@ -408,19 +495,11 @@ class SettingsReader {
           p.kind =
               parse_provider_kind(detail::read_choice(v, key, {"anthropic", "openai", "scripted"}));
         } else if (entry.key == "base_url") {
-          p.base_url = detail::read_string(v, key);
-          if (!p.base_url.starts_with("https://") && !p.base_url.starts_with("http://")) {
-            fail(v, key, "must be an http:// or https:// URL, got \"" + p.base_url + "\"");
-          }
+          p.base_url = http_url(v, key);
         } else if (entry.key == "model") {
           p.model = detail::read_string(v, key);
         } else if (entry.key == "api_key_env") {
-          p.api_key_env = detail::read_string(v, key);
-          if (!p.api_key_env.empty() && !is_env_name(p.api_key_env)) {
-            fail(v, key,
-                 "must be the NAME of an environment variable (letters, digits, _), not the key "
-                 "itself");
-          }
+          p.api_key_env = env_name(v, key);
         } else if (entry.key == "key_file") {
           p.key_file = path(v, key, true);
         } else if (entry.key == "max_retries") {
@@ -730,6 +809,11 @@ Settings Settings::defaults() {
   s.providers["anthropic"] = provider_defaults(ProviderKind::anthropic);
   s.providers["openai"] = provider_defaults(ProviderKind::openai);
   s.llm.provider = "anthropic";
+  s.web_search.providers["brave"] = {"https://api.search.brave.com", "BRAVE_SEARCH_API_KEY", "",
+                                     ""};
+  s.web_search.providers["google"] = {"https://www.googleapis.com", "GOOGLE_CSE_API_KEY", "", ""};
+  s.web_search.providers["serper"] = {"https://google.serper.dev", "SERPER_API_KEY", "", ""};
+  s.web_search.providers["searxng"] = {};
   // List prices at the time of writing; [prices."MODEL"] in loopr.toml
   // replaces them. A loop with a USD budget refuses to start on a model
   // without a price.

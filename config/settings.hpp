@@ -100,6 +100,30 @@ struct WebFetchSettings {
   std::vector<std::string> allowed_networks;
 };
 
+// [web_search]: the provider web_search asks. `provider` names one of the
+// four kinds ("brave", "google", "serper", "searxng"); empty: web_search is
+// not configured and says which keys to set. Each kind has its table
+// ([web_search.brave] ...) with defaults for base_url and api_key_env; the
+// key itself comes from that variable of looprd's environment or from
+// key_file, and the daemon hands it to the job only (SECURITY.md class 26).
+struct SearchProviderSettings {
+  std::string base_url;     // http(s); searxng: the instance, required
+  std::string api_key_env;  // name of the variable holding the key
+  std::string key_file;     // or a file holding it (absolute); tried after api_key_env
+  std::string cx;           // google: the Programmable Search Engine id
+};
+
+struct WebSearchSettings {
+  std::string provider;
+  std::map<std::string, SearchProviderSettings> providers;  // every kind, with its defaults
+  // Networks beyond the public internet the provider may be reached on (a
+  // self-hosted SearXNG on the LAN), as [web_fetch] allowed_networks.
+  std::vector<std::string> allowed_networks;
+  std::int64_t max_retries = 3;             // after the first attempt; 429, 5xx, transport
+  std::int64_t retry_base_delay_ms = 500;   // first back-off; doubles, with jitter
+  std::int64_t retry_max_delay_ms = 10000;  // cap of one back-off (retry-after too)
+};
+
 struct LoopSettings {
   std::vector<std::string> tools;  // offered to the model, in this order
   // A built-in template name ("plan", "spec", "phase", "code") or the path of
@@ -218,6 +242,7 @@ struct Settings {
   ApprovalSettings approval;
   CommandSettings commands;
   WebFetchSettings web_fetch;
+  WebSearchSettings web_search;
   std::map<std::string, LoopSettings> loops;  // exactly kLoopTypes
   std::map<std::string, ProviderSettings> providers;
   LlmSettings llm;

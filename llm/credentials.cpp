@@ -98,7 +98,12 @@ Result<Credential> read_key_file(const std::string& path, std::string_view env_n
 
 Result<Credential> load_credential(const config::ProviderSettings& settings,
                                    const config::EnvLookup& env) {
-  const std::string& name = settings.api_key_env;
+  return load_credential(settings.api_key_env, settings.key_file, env);
+}
+
+Result<Credential> load_credential(const std::string& api_key_env, const std::string& key_file,
+                                   const config::EnvLookup& env) {
+  const std::string& name = api_key_env;
   if (!name.empty()) {
     std::optional<std::string> value = env ? env(name) : std::nullopt;
     if (value && !value->empty()) {
@@ -114,7 +119,7 @@ Result<Credential> load_credential(const config::ProviderSettings& settings,
       credential.source = "environment variable " + name;
       return credential;
     }
-    if (settings.key_file.empty()) {
+    if (key_file.empty()) {
       return make_error(errc::provider_auth,
                         "no API key: the environment variable " + name + " is not set",
                         "export " + name +
@@ -122,7 +127,7 @@ Result<Credential> load_credential(const config::ProviderSettings& settings,
                             "for this provider in loopr.toml");
     }
   }
-  if (!settings.key_file.empty()) return read_key_file(settings.key_file, name);
+  if (!key_file.empty()) return read_key_file(key_file, name);
   Credential none;
   none.source = "no key";
   return none;

@@ -51,6 +51,10 @@ struct Credential {
 // than one line is refused.
 Result<Credential> load_credential(const config::ProviderSettings& settings,
                                    const config::EnvLookup& env);
+// The same rules for any key that names its variable and its file (the web
+// search providers of [web_search.*]).
+Result<Credential> load_credential(const std::string& api_key_env, const std::string& key_file,
+                                   const config::EnvLookup& env);
 
 // `text` with every occurrence of the key replaced by "[redacted]"; for
 // anything a server sends back, which might echo the key.

@@ -143,6 +143,38 @@ TEST(SettingsWebFetch, AllowedNetworksAreReadAndNoneByDefault) {
   EXPECT_EQ(s.web_fetch.allowed_networks, (std::vector<std::string>{"10.20.0.0/16", "fd00::/8"}));
 }
 
+TEST(SettingsWebSearch, NoProviderByDefaultAndEveryKindHasItsDefaults) {
+  const WebSearchSettings d = Settings::defaults().web_search;
+  EXPECT_EQ(d.provider, "");
+  EXPECT_EQ(d.providers.at("brave").base_url, "https://api.search.brave.com");
+  EXPECT_EQ(d.providers.at("brave").api_key_env, "BRAVE_SEARCH_API_KEY");
+  EXPECT_EQ(d.providers.at("google").api_key_env, "GOOGLE_CSE_API_KEY");
+  EXPECT_EQ(d.providers.at("serper").base_url, "https://google.serper.dev");
+  EXPECT_EQ(d.providers.at("searxng").base_url, "");
+  EXPECT_EQ(d.providers.at("searxng").api_key_env, "");
+  EXPECT_EQ(d.max_retries, 3);
+}
+
+TEST(SettingsWebSearch, TheProviderItsTableAndTheRetriesAreRead) {
+  const Settings s = merged(
+      "[web_search]\nprovider = \"google\"\nmax_retries = 1\nretry_base_delay_ms = 50\n"
+      "retry_max_delay_ms = 900\nallowed_networks = [\"10.1.0.0/16\"]\n"
+      "[web_search.google]\ncx = \"abc:123\"\napi_key_env = \"\"\n"
+      "key_file = \"~/.config/loopr/cse.key\"\nbase_url = \"http://127.0.0.1:9\"\n");
+  const WebSearchSettings& w = s.web_search;
+  EXPECT_EQ(w.provider, "google");
+  EXPECT_EQ(w.max_retries, 1);
+  EXPECT_EQ(w.retry_base_delay_ms, 50);
+  EXPECT_EQ(w.retry_max_delay_ms, 900);
+  EXPECT_EQ(w.allowed_networks, std::vector<std::string>{"10.1.0.0/16"});
+  const SearchProviderSettings& google = w.providers.at("google");
+  EXPECT_EQ(google.cx, "abc:123");
+  EXPECT_EQ(google.api_key_env, "");
+  EXPECT_EQ(google.key_file, "/home/ada/.config/loopr/cse.key");
+  EXPECT_EQ(google.base_url, "http://127.0.0.1:9");
+  EXPECT_EQ(w.providers.at("brave").api_key_env, "BRAVE_SEARCH_API_KEY");  // untouched
+}
+
 TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
   const Mistake mistakes[] = {
       {"[deamon]\nlog_level = \"info\"\n", "loopr.toml:1: deamon:", "unknown table"},
@@ -176,6 +208,19 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
        "loopr.toml:2: web_fetch.allowed_networks:", "not an IP address or CIDR range"},
       {"[web_fetch]\nallowed_hosts = [\"x\"]\n",
        "loopr.toml:2: web_fetch.allowed_hosts:", "unknown key"},
+      {"[web_search]\nprovider = \"bing\"\n",
+       "loopr.toml:2: web_search.provider:", "brave, google, serper, searxng"},
+      {"[web_search]\nkey = \"x\"\n", "loopr.toml:2: web_search.key:", "unknown key"},
+      {"[web_search.serper]\napi_key = \"sk-1\"\n",
+       "loopr.toml:2: web_search.serper.api_key:", "do not belong"},
+      {"[web_search.brave]\ncx = \"1\"\n", "loopr.toml:2: web_search.brave.cx:", "unknown key"},
+      {"[web_search.brave]\napi_key_env = \"BSA-123-abc\"\n",
+       "loopr.toml:2: web_search.brave.api_key_env:", "NAME of an environment variable"},
+      {"[web_search.searxng]\nbase_url = \"searx.lan\"\n",
+       "loopr.toml:2: web_search.searxng.base_url:", "http"},
+      {"[web_search]\nmax_retries = 11\n", "loopr.toml:2: web_search.max_retries:", "10"},
+      {"[web_search]\nallowed_networks = [\"lan\"]\n",
+       "loopr.toml:2: web_search.allowed_networks:", "not an IP address or CIDR range"},
       {"[loops.review]\nmax_iterations = 3\n",
        "loopr.toml:1: loops.review:", "plan, spec, phase, code"},
       {"[loops.code]\nmax_iterations = 0\n",
@@ -294,6 +339,16 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
   for (const std::string type : {"plan", "spec", "phase", "code"})
     EXPECT_EQ(s.scheduler.limit_for(type), d.scheduler.limit_for(type)) << type;
   EXPECT_EQ(s.merges.resolve_max_iterations, d.merges.resolve_max_iterations);
+  EXPECT_EQ(s.web_search.provider, d.web_search.provider);
+  EXPECT_EQ(s.web_search.max_retries, d.web_search.max_retries);
+  EXPECT_EQ(s.web_search.retry_base_delay_ms, d.web_search.retry_base_delay_ms);
+  EXPECT_EQ(s.web_search.retry_max_delay_ms, d.web_search.retry_max_delay_ms);
+  for (const auto& [kind, p] : d.web_search.providers) {
+    EXPECT_EQ(s.web_search.providers.at(kind).base_url, p.base_url) << kind;
+    EXPECT_EQ(s.web_search.providers.at(kind).api_key_env, p.api_key_env) << kind;
+    EXPECT_EQ(s.web_search.providers.at(kind).key_file, p.key_file) << kind;
+    EXPECT_EQ(s.web_search.providers.at(kind).cx, p.cx) << kind;
+  }
 }
 
 TEST(SettingsLoops, PricesBudgetsHealthAndWorktreesAreRead) {
