@@ -15,7 +15,8 @@ add_library(loopr_daemon STATIC
   read_tracker.cpp
   runner_link.cpp
   systemd_notify.cpp
-  tool_router.cpp)
+  tool_router.cpp
+  web_search_args.cpp)
 target_include_directories(loopr_daemon PUBLIC ${PROJECT_SOURCE_DIR})
 # asio is standalone and header-only (libasio-dev); ASIO_NO_DEPRECATED keeps
 # us on the current API.

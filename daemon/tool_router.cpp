@@ -10,6 +10,7 @@
 #include <asio/detached.hpp>
 
 #include "common/worktree_path.hpp"
+#include "daemon/web_search_args.hpp"
 #include "proto/json_bounded.hpp"
 
 namespace loopr::daemon {
@@ -401,14 +402,27 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   }
 
   // 4-5. dispatch; the runner enforces timeout, cancel and the output cap.
+  const auto timeout = static_cast<std::uint64_t>(tool->timeout_ms);
+  const std::uint64_t job_timeout =
+      request.timeout_ms ? std::min(*request.timeout_ms, timeout) : timeout;
+  if (tool->name == "web_search") {
+    // The provider's key joins the arguments only here, after the approval
+    // request, the store's digest (of request.args) and every event: it
+    // reaches the job and nothing else (SECURITY.md class 26).
+    if (auto added =
+            add_web_search_provider(args, settings_.web_search, config::process_env(), job_timeout);
+        !added) {
+      active_.erase(call_id);
+      co_return fail("failed", std::move(added).error());
+    }
+  }
   proto::Job job;
   job.job_id = call_id;
   job.tool = tool->name;
   job.args = std::move(args);
   job.worktree = *worktree;
   job.cwd = *worktree;
-  const auto timeout = static_cast<std::uint64_t>(tool->timeout_ms);
-  job.timeout_ms = request.timeout_ms ? std::min(*request.timeout_ms, timeout) : timeout;
+  job.timeout_ms = job_timeout;
   job.max_output_bytes = static_cast<std::uint64_t>(tool->max_output_bytes);
   json started_event = {
       {"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}};

@@ -2,8 +2,9 @@
 # looprd (with its real lane runners) and drive it over its socket.
 if(TARGET loopr_daemon)
   loopr_add_test(daemon_unit_test read_tracker_test.cpp event_bus_test.cpp metrics_test.cpp
-                 tool_router_test.cpp path_locks_test.cpp approval_display_test.cpp)
-  target_link_libraries(daemon_unit_test PRIVATE loopr_daemon)
+                 tool_router_test.cpp path_locks_test.cpp approval_display_test.cpp
+                 web_search_args_test.cpp)
+  target_link_libraries(daemon_unit_test PRIVATE loopr_daemon loopr_test_support)
 
   add_library(loopr_daemon_harness STATIC daemon_harness.cpp)
   target_link_libraries(loopr_daemon_harness PUBLIC loopr_test_support loopr_client loopr_proto)
@@ -12,6 +13,11 @@ if(TARGET loopr_daemon)
   loopr_add_test(daemon_integration_test daemon_integration_test.cpp daemon_hardening_test.cpp)
   target_link_libraries(daemon_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(daemon_integration_test looprd loopr-runner loopr-tool)
+
+  # web_search through looprd, the net lane and loopr-fetch, against a fake provider.
+  loopr_add_test(web_search_daemon_test web_search_daemon_test.cpp)
+  target_link_libraries(web_search_daemon_test PRIVATE loopr_daemon_harness)
+  add_dependencies(web_search_daemon_test looprd loopr-runner loopr-tool loopr-fetch)
 
   # Loops end to end: the real looprd, lane runners, git and the scripted
   # provider, including restarts after SIGKILL.
