@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/ip_address.hpp"
 #include "config/toml_reader.hpp"
+#include "egress/domain_rules.hpp"
 
 namespace loopr::config {
 
@@ -105,6 +106,8 @@ class SettingsReader {
         commands(v);
       } else if (key == "web_fetch") {
         web_fetch(v);
+      } else if (key == "egress") {
+        egress(v);
       } else if (key == "web_search") {
         web_search(v);
       } else if (key == "loops") {
@@ -128,7 +131,7 @@ class SettingsReader {
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
-             "[commands], [web_fetch], [web_search], [loops.*], [providers.*], [llm], [prices.*], "
+             "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], [prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
              "[scheduler] and [merges]");
       }
@@ -405,6 +408,44 @@ class SettingsReader {
            "itself");
     }
     return name;
+  }
+
+  void egress(const toml::value& table) {
+    detail::require_table(table, "egress");
+    detail::refuse_unknown_keys(table, "egress", {"allowed_networks", "port", "lanes"});
+    auto& e = s_.egress;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "egress." + entry.key;
+      note(key, v);
+      if (entry.key == "allowed_networks") {
+        e.allowed_networks = network_list(v, key);
+      } else if (entry.key == "port") {
+        e.port = detail::read_integer_in(v, key, 1, 65535, "TCP port inside each lane");
+      } else if (entry.key == "lanes") {
+        detail::require_table(v, key);
+        for (const auto& lane_entry : detail::entries(v)) {
+          const std::string base = key + "." + lane_entry.key;
+          const toml::value& lt = *lane_entry.value;
+          if (lane_entry.key != lanes::net && lane_entry.key != lanes::heavy) {
+            fail(lt, base, "only the lanes with network have egress rules: net and heavy");
+          }
+          detail::require_table(lt, base);
+          detail::refuse_unknown_keys(lt, base, {"allow_domains", "deny_domains"});
+          auto& rules = e.lanes[lane_entry.key];
+          for (const auto& list : detail::entries(lt)) {
+            const std::string list_key = base + "." + list.key;
+            note(list_key, *list.value);
+            std::vector<std::string> names = detail::read_string_list(*list.value, list_key);
+            if (auto parsed = egress::DomainList::parse(names, list_key); !parsed) {
+              fail(*list.value, list_key, parsed.error().message + "; " + parsed.error().hint);
+            }
+            (list.key == "allow_domains" ? rules.allow_domains : rules.deny_domains) =
+                std::move(names);
+          }
+        }
+      }
+    }
   }
 
   void commands(const toml::value& table) {

@@ -100,6 +100,25 @@ struct WebFetchSettings {
   std::vector<std::string> allowed_networks;
 };
 
+// [egress]: what jobs of lanes with network (net, heavy) may connect to
+// through looprd's egress proxy (DESIGN §7.9) — every connection they make,
+// web_fetch's included. allowed_networks: CIDR ranges or single addresses
+// reachable beyond the public internet (the older [web_fetch]
+// allowed_networks adds to it); port: the proxy's port on each lane's own
+// 127.0.0.1. [egress.lanes.net] / [egress.lanes.heavy]: optional domain
+// lists, exact names or "*.suffix"; deny wins; an empty allow list allows
+// every name.
+struct EgressLaneSettings {
+  std::vector<std::string> allow_domains;
+  std::vector<std::string> deny_domains;
+};
+
+struct EgressSettings {
+  std::vector<std::string> allowed_networks;
+  std::int64_t port = 3128;
+  std::map<std::string, EgressLaneSettings> lanes;  // by lane name
+};
+
 // [web_search]: the provider web_search asks. `provider` names one of the
 // four kinds ("brave", "google", "serper", "searxng"); empty: web_search is
 // not configured and says which keys to set. Each kind has its table
@@ -242,6 +261,7 @@ struct Settings {
   ApprovalSettings approval;
   CommandSettings commands;
   WebFetchSettings web_fetch;
+  EgressSettings egress;
   WebSearchSettings web_search;
   std::map<std::string, LoopSettings> loops;  // exactly kLoopTypes
   std::map<std::string, ProviderSettings> providers;

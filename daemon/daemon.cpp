@@ -19,6 +19,26 @@ std::shared_ptr<const CompiledCatalog> load_catalog(const config::Paths& paths,
   return CompiledCatalog::build(std::move(catalog));
 }
 
+namespace {
+
+// The policy of the lanes' egress proxy, from settings load() has checked.
+egress::EgressPolicy egress_policy(const config::Settings& settings) {
+  std::vector<std::string> allowed = settings.egress.allowed_networks;
+  // The older spelling, from when only web_fetch was judged.
+  allowed.insert(allowed.end(), settings.web_fetch.allowed_networks.begin(),
+                 settings.web_fetch.allowed_networks.end());
+  std::map<std::string, egress::LaneDomainRules> lanes;
+  for (const auto& [lane, rules] : settings.egress.lanes) {
+    const std::string key = "egress.lanes." + lane;
+    lanes[lane] = {egress::DomainList::parse(rules.allow_domains, key + ".allow_domains").value(),
+                   egress::DomainList::parse(rules.deny_domains, key + ".deny_domains").value()};
+  }
+  return egress::EgressPolicy(egress::AddressPolicy::from_strings(allowed).value(),
+                              std::move(lanes));
+}
+
+}  // namespace
+
 Daemon::Daemon(DaemonOptions options)
     : options_(std::move(options)),
       signals_(io_, SIGTERM, SIGINT),
@@ -39,6 +59,9 @@ Daemon::Daemon(DaemonOptions options)
         "add the folders that hold your repositories");
   }
 
+  egress_ = std::make_unique<egress::EgressProxy>(
+      io_, egress_policy(settings),
+      [this](const egress::NetConnection& connection) { publish_connection(connection); });
   ToolRouter::Lanes lane_map;
   for (std::string_view lane : config::kRunnerLanes) {
     const config::LaneSettings& lane_settings = settings.lanes.at(std::string(lane));
@@ -49,6 +72,11 @@ Daemon::Daemon(DaemonOptions options)
     config.heartbeat_interval = std::chrono::milliseconds(settings.daemon.heartbeat_interval_ms);
     config.first_restart_delay =
         std::chrono::milliseconds(settings.daemon.runner_restart_backoff_ms);
+    if (uses_egress_proxy(lane_settings)) {
+      config.on_egress_listener = [this, name = config.lane](UniqueFd listener) {
+        egress_->serve(name, std::move(listener));
+      };
+    }
     auto link = std::make_unique<RunnerLink>(
         io_, std::move(config), metrics_,
         [this](const proto::OutputChunk& chunk) { publish_output(chunk); });
@@ -58,6 +86,7 @@ Daemon::Daemon(DaemonOptions options)
   router_ =
       std::make_unique<ToolRouter>(io_, options_.settings, std::move(catalog), std::move(lane_map),
                                    approvals_, events_, metrics_, store_, reads_);
+  router_->set_egress_proxy(egress_.get());
   providers_ = std::make_unique<ProviderRegistry>(io_, options_.settings, config::process_env());
   loop_tools_ = std::make_unique<LoopTools>(*router_, reads_);
   loops_ = std::make_unique<loops::LoopEngine>(loops::LoopEngineServices{
@@ -114,6 +143,10 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
                                    "--sandbox",
                                    std::string(config::to_string(settings.sandbox.mode))};
   if (lane_settings.network) argv.push_back("--network");
+  if (uses_egress_proxy(lane_settings)) {
+    argv.insert(argv.end(),
+                {"--egress-fd", "4", "--egress-port", std::to_string(settings.egress.port)});
+  }
   if (lane == config::lanes::heavy) argv.push_back("--stream-output");
   if (lane_settings.memory_mb) {
     argv.push_back("--memory-mb");
@@ -139,7 +172,46 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
     argv.push_back("--hide");
     argv.push_back(hidden);
   }
+  // Readable by jobs beyond the system folders and their own worktree, even
+  // under a root or a hidden path (the daemon's own places stay hidden).
+  for (const std::string& path : settings.sandbox.read_paths) {
+    argv.push_back("--read-path");
+    argv.push_back(path);
+  }
   return argv;
+}
+
+bool Daemon::uses_egress_proxy(const config::LaneSettings& lane_settings) const {
+  return lane_settings.network && options_.settings.sandbox.mode == config::SandboxMode::on;
+}
+
+void Daemon::publish_connection(const egress::NetConnection& connection) {
+  const std::uint64_t bytes = connection.bytes_sent + connection.bytes_received;
+  metrics_.record_connection(connection.lane, connection.allowed, connection.rule, bytes);
+  if (connection.allowed && connection.rule == "allowed") {
+    spdlog::debug("egress {}: {}:{} ({}) {} bytes", connection.lane, connection.host,
+                  connection.port, connection.address, bytes);
+  } else {
+    spdlog::info("egress {}: {}", connection.lane, connection.message);
+  }
+  if (!events_.has_subscribers("net.connect")) return;
+  nlohmann::json data = {{"lane", connection.lane},
+                         {"call_id", connection.call_id},
+                         {"host", connection.host},
+                         {"port", connection.port},
+                         {"address", connection.address},
+                         {"allowed", connection.allowed},
+                         {"rule", connection.rule},
+                         {"bytes", bytes},
+                         {"bytes_sent", connection.bytes_sent},
+                         {"bytes_received", connection.bytes_received}};
+  if (!connection.message.empty()) data["message"] = connection.message;
+  if (!connection.call_id.empty()) {
+    if (std::string loop_id = router_->loop_of_call(connection.call_id); !loop_id.empty()) {
+      data["loop_id"] = std::move(loop_id);
+    }
+  }
+  events_.publish("net.connect", std::move(data));
 }
 
 void Daemon::publish_output(const proto::OutputChunk& chunk) {

@@ -28,6 +28,7 @@
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
 #include "daemon/tool_router.hpp"
+#include "egress/egress_proxy.hpp"
 #include "loops/loop_engine.hpp"
 #include "store/store.hpp"
 
@@ -54,6 +55,11 @@ class Daemon {
   bool reload_catalog();
 
  private:
+  // Whether the lane's jobs reach the network through the egress proxy (a
+  // lane with network and the sandbox on; off, they share the host's).
+  bool uses_egress_proxy(const config::LaneSettings& lane_settings) const;
+  // A connection the proxy reports: metrics, log, event net.connect.
+  void publish_connection(const egress::NetConnection& connection);
   std::vector<std::string> runner_argv(const std::string& lane,
                                        const config::LaneSettings& settings) const;
   asio::awaitable<void> shut_down();
@@ -70,6 +76,7 @@ class Daemon {
   Metrics metrics_;
   ReadTracker reads_;
   ApprovalGate approvals_;
+  std::unique_ptr<egress::EgressProxy> egress_;  // serves the lanes with network
   std::vector<std::unique_ptr<RunnerLink>> lanes_;
   std::unique_ptr<ToolRouter> router_;
   std::unique_ptr<ProviderRegistry> providers_;

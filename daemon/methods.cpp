@@ -343,6 +343,7 @@ asio::awaitable<Result<json>> MethodRegistry::metrics_get(ClientSession&, const 
       {"running_loops", services_.loops.running_count()},
       {"pending_approvals", services_.approvals.pending_count()},
       {"calls", services_.metrics.calls_json()},
+      {"egress", services_.metrics.egress_json()},
       {"lanes", std::move(lanes)},
       {"runner_restarts", services_.metrics.total_runner_restarts()}};
 }

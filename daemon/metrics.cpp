@@ -33,6 +33,30 @@ void Metrics::record_call(const std::string& tool, const std::string& lane, bool
   }
 }
 
+void Metrics::record_connection(const std::string& lane, bool allowed, const std::string& rule,
+                                std::uint64_t bytes) {
+  EgressStats& stats = egress_[lane];
+  stats.bytes += bytes;
+  if (allowed) {
+    ++stats.allowed;
+  } else {
+    ++stats.refused;
+    ++stats.refused_by[rule];
+  }
+}
+
+nlohmann::json Metrics::egress_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [lane, stats] : egress_) {
+    out.push_back({{"lane", lane},
+                   {"allowed", stats.allowed},
+                   {"refused", stats.refused},
+                   {"bytes", stats.bytes},
+                   {"refused_by", stats.refused_by}});
+  }
+  return out;
+}
+
 void Metrics::record_runner_restart(const std::string& lane) {
   ++restarts_[lane];
 }

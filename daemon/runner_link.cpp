@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fd_passing.hpp"
 #include "common/unique_fd.hpp"
 #include "proto/frame_codec.hpp"
 
@@ -43,6 +44,7 @@ struct Spawned {
   pid_t pid = -1;
   UniqueFd link;    // daemon's end of the socketpair
   UniqueFd stderr;  // read end of the runner's stderr (and stdout)
+  UniqueFd egress;  // daemon's end of the egress link, when asked for
 };
 
 // The runner's environment: an allowlist, never looprd's own (which may hold
@@ -80,13 +82,22 @@ std::string describe_exit(int status) {
 // needs. Every fd of the daemon is O_CLOEXEC, so the runner inherits exactly
 // 0 (/dev/null), 1 and 2 (the stderr pipe) and 3 (the link); close_range
 // removes anything a library opened without O_CLOEXEC.
-Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
+Result<Spawned> spawn_runner(const std::vector<std::string>& argv, bool egress) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return errno_error(errno, "socketpair for the runner link", "");
   }
   UniqueFd daemon_end(pair[0]);
   UniqueFd runner_end(pair[1]);
+  UniqueFd egress_daemon_end;
+  UniqueFd egress_runner_end;
+  if (egress) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      return errno_error(errno, "socketpair for the runner's egress link", "");
+    }
+    egress_daemon_end.reset(pair[0]);
+    egress_runner_end.reset(pair[1]);
+  }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno_error(errno, "pipe for runner stderr", "");
   UniqueFd err_read(pipe_fds[0]);
@@ -117,19 +128,21 @@ Result<Spawned> spawn_runner(const std::vector<std::string>& argv) {
     const int link = ::fcntl(runner_end.get(), F_DUPFD_CLOEXEC, 10);
     const int err = ::fcntl(err_write.get(), F_DUPFD_CLOEXEC, 10);
     const int in = ::fcntl(dev_null.get(), F_DUPFD_CLOEXEC, 10);
-    if (link < 0 || err < 0 || in < 0 || ::dup2(in, 0) < 0 || ::dup2(err, 1) < 0 ||
-        ::dup2(err, 2) < 0 || ::dup2(link, 3) < 0) {
+    const int egress_fd = egress ? ::fcntl(egress_runner_end.get(), F_DUPFD_CLOEXEC, 10) : -1;
+    if (link < 0 || err < 0 || in < 0 || (egress && egress_fd < 0) || ::dup2(in, 0) < 0 ||
+        ::dup2(err, 1) < 0 || ::dup2(err, 2) < 0 || ::dup2(link, 3) < 0 ||
+        (egress && ::dup2(egress_fd, 4) < 0)) {
       ::_exit(127);
     }
     // asio opens some fds without O_CLOEXEC (its signal pipe): close all
-    // but 0-3 so the runner holds exactly what it is given.
-    close_fds_from(4);
+    // but 0-3 (and 4) so the runner holds exactly what it is given.
+    close_fds_from(egress ? 5 : 4);
     ::execve(args[0], args.data(), env.data());
     const char* message = "looprd: cannot exec the lane runner\n";
     [[maybe_unused]] auto ignored = ::write(2, message, std::strlen(message));
     ::_exit(127);
   }
-  return Spawned{pid, std::move(daemon_end), std::move(err_read)};
+  return Spawned{pid, std::move(daemon_end), std::move(err_read), std::move(egress_daemon_end)};
 }
 
 LaneReply not_run(const proto::Job& job, proto::JobStatus status, Error why) {
@@ -150,6 +163,25 @@ Error shutting_down_error(bool started) {
 }
 
 }  // namespace
+
+// The runner passes its egress listener once, while it builds its sandbox.
+// A runner that dies first closes the link: nothing to hand over.
+asio::awaitable<void> RunnerLink::receive_egress_listener(UniqueFd egress) {
+  asio::local::stream_protocol::socket link(io_);
+  std::error_code ec;
+  link.assign(asio::local::stream_protocol(), egress.release(), ec);
+  if (ec) co_return;
+  co_await link.async_wait(asio::socket_base::wait_read, redirect_error(use_awaitable, ec));
+  if (ec) co_return;
+  auto listener = receive_fd(link.native_handle());
+  if (!listener) {
+    spdlog::debug("lane {}: no egress listener from the runner: {}", config_.lane,
+                  listener.error().message);
+    co_return;
+  }
+  spdlog::debug("lane {}: serving the runner's egress listener", config_.lane);
+  config_.on_egress_listener(std::move(*listener));
+}
 
 std::string_view to_string(LaneState state) {
   switch (state) {
@@ -274,7 +306,7 @@ asio::awaitable<void> RunnerLink::supervise() {
   auto delay = config_.first_restart_delay;
   while (!stopping_) {
     state_ = LaneState::starting;
-    auto spawned = spawn_runner(config_.argv);
+    auto spawned = spawn_runner(config_.argv, static_cast<bool>(config_.on_egress_listener));
     if (!spawned) {
       last_error_ =
           "cannot start the runner for lane " + config_.lane + ": " + spawned.error().message;
@@ -287,6 +319,9 @@ asio::awaitable<void> RunnerLink::supervise() {
       spdlog::info("lane {}: runner started (pid {})", config_.lane, pid_);
       auto stderr_log = std::make_shared<StderrLog>(io_.get_executor());
       asio::co_spawn(io_, log_stderr(spawned->stderr.release(), stderr_log), asio::detached);
+      if (spawned->egress) {
+        asio::co_spawn(io_, receive_egress_listener(std::move(spawned->egress)), asio::detached);
+      }
       auto connection = std::make_shared<Connection>(io_, spawned->link.release());
       connection_ = connection;
       asio::co_spawn(io_, write_loop(connection), asio::detached);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/unique_fd.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/wakeup.hpp"
 #include "proto/runner_messages.hpp"
@@ -44,6 +45,10 @@ struct LaneConfig {
   std::chrono::milliseconds heartbeat_interval{5000};
   std::chrono::milliseconds first_restart_delay{500};  // doubles up to 30 s
   std::chrono::milliseconds term_grace{500};           // the runner's TERM→KILL grace
+  // A lane with network: the runner inherits a second socket as fd 4 (argv
+  // says "--egress-fd 4") and passes over it the egress listener it makes in
+  // the lane's network namespace; each one is handed here (DESIGN §7.9).
+  std::function<void(UniqueFd listener)> on_egress_listener;
 };
 
 enum class LaneState { starting, ready, restarting, failed, stopped };
@@ -90,6 +95,7 @@ class RunnerLink {
 
   void spawn_supervisor();
   asio::awaitable<void> supervise();
+  asio::awaitable<void> receive_egress_listener(UniqueFd egress);
   asio::awaitable<void> serve(std::shared_ptr<Connection> connection);
   asio::awaitable<void> write_loop(std::shared_ptr<Connection> connection);
   asio::awaitable<void> heartbeat_loop(std::shared_ptr<Connection> connection);

@@ -3,9 +3,11 @@
 #include <limits.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 
@@ -15,6 +17,21 @@
 
 namespace loopr::daemon {
 namespace {
+
+// 128 random bits as hex: what a job presents to the egress proxy. Not a
+// secret that grants anything (the policy is the lane's either way), only
+// unguessable so that one call cannot pass its connections off as another's.
+std::string egress_token() {
+  std::array<unsigned char, 16> bytes{};
+  if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char byte : bytes) {
+    token += kHex[byte >> 4];
+    token += kHex[byte & 15];
+  }
+  return token;
+}
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -428,7 +445,15 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       {"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}};
   if (!request.loop_id.empty()) started_event["loop_id"] = request.loop_id;
   events_.publish("tool.started", std::move(started_event));
+  const auto lane_settings = settings_.lanes.find(tool->lane);
+  if (egress_ != nullptr && lane_settings != settings_.lanes.end() &&
+      lane_settings->second.network) {
+    job.egress_token = egress_token();
+    egress_->attribute(job.egress_token, call_id);
+  }
+  const std::string token = job.egress_token;
   LaneReply reply = co_await lane->second->run(std::move(job));
+  if (!token.empty()) egress_->forget(token);
   active_.erase(call_id);
 
   // 6. outcome, read tracking, record

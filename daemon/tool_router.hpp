@@ -32,6 +32,7 @@
 #include "daemon/event_bus.hpp"
 #include "daemon/json_schema.hpp"
 #include "daemon/metrics.hpp"
+#include "egress/egress_proxy.hpp"
 #include "daemon/path_locks.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
@@ -121,6 +122,10 @@ class ToolRouter {
   // too): an invalid_arguments Error naming the field.
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const;
 
+  // Calls in lanes with network present a fresh token to this proxy, so the
+  // connections they make are attributed to them (net.connect's call_id).
+  void set_egress_proxy(egress::EgressProxy* proxy) { egress_ = proxy; }
+
   void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
     catalog_ = std::move(catalog);
   }
@@ -144,6 +149,7 @@ class ToolRouter {
   const config::Settings& settings_;
   std::shared_ptr<const CompiledCatalog> catalog_;
   Lanes lanes_;
+  egress::EgressProxy* egress_ = nullptr;
   ApprovalGate& approvals_;
   EventBus& events_;
   Metrics& metrics_;

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -111,10 +112,47 @@ void global_init_once() {
   (void)init;
 }
 
+// The lane's egress proxy, when the runner gave the job one (a net or heavy
+// lane with the sandbox on): every connection then goes through it, and the
+// proxy judges the addresses with the same AddressPolicy.
+const char* egress_proxy() {
+  const char* url = std::getenv("LOOPR_EGRESS_PROXY");
+  return url != nullptr && url[0] != '\0' ? url : nullptr;
+}
+
+// The egress proxy's own answer in place of the server's: a refusal (403) or
+// a target it could not reach (502), read from its X-Loopr-Egress headers on
+// the CONNECT response (https) or on the response itself (http).
+std::optional<Error> proxy_verdict(CURL* e, const Transfer& transfer) {
+  for (const unsigned int origin :
+       {static_cast<unsigned int>(CURLH_CONNECT), static_cast<unsigned int>(CURLH_HEADER)}) {
+    curl_header* rule = nullptr;
+    curl_header* message = nullptr;
+    if (curl_easy_header(e, "X-Loopr-Egress", 0, origin, -1, &rule) != CURLHE_OK ||
+        curl_easy_header(e, "X-Loopr-Egress-Message", 0, origin, -1, &message) != CURLHE_OK) {
+      continue;
+    }
+    const std::string why = message->value;
+    const std::string_view name = rule->value;
+    if (name == "unresolved") {
+      return make_error(errc::not_found, why + " (for " + transfer.url + ")",
+                        "check the host name in the URL");
+    }
+    if (name == "unreachable" || name == "bad_request") {
+      return make_error(errc::io, why + " (for " + transfer.url + ")",
+                        "check the URL, or try again later");
+    }
+    return make_error(errc::sandbox_denied, why + " (for " + transfer.url + ")",
+                      "fetch a public URL instead; the message says which loopr.toml key the "
+                      "user could change to allow this one");
+  }
+  return std::nullopt;
+}
+
 // Every option of a transfer, for web_fetch and web_search alike: how it
-// connects (no proxy; every socket checked by the address policy), the
-// method, headers and body, the caps and timeouts. `transfer`, `detail` and
-// `headers` must outlive the handle's use.
+// connects (through the lane's egress proxy, or directly with every socket
+// checked by the address policy), the method, headers and body, the caps and
+// timeouts. `transfer`, `detail` and `headers` must outlive the handle's use.
 Result<void> set_up_transfer(CURL* e, const HttpRequest& request, const FetchLimits& limits,
                              Transfer& transfer, char* detail, HeaderList& headers) {
   for (const std::string& header : request.headers) {
@@ -128,9 +166,14 @@ Result<void> set_up_transfer(CURL* e, const HttpRequest& request, const FetchLim
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // each hop is checked below
-  curl_easy_setopt(e, CURLOPT_PROXY, "");           // never a proxy, even from the environment
-  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_checked_socket);
-  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &transfer);
+  if (const char* proxy = egress_proxy()) {
+    curl_easy_setopt(e, CURLOPT_PROXY, proxy);
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");  // every host through it
+  } else {
+    curl_easy_setopt(e, CURLOPT_PROXY, "");  // never a proxy from the environment
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_checked_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &transfer);
+  }
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(e, CURLOPT_USERAGENT, kUserAgent);
@@ -180,6 +223,8 @@ Result<FetchedPage> http_request(const HttpRequest& request, const AddressPolicy
     detail[0] = '\0';
     curl_easy_setopt(e, CURLOPT_URL, hop.c_str());
     const CURLcode code = curl_easy_perform(e);
+    if (!transfer.refusal && egress_proxy() != nullptr)
+      transfer.refusal = proxy_verdict(e, transfer);
     if (transfer.refusal) {
       Error refusal = std::move(*transfer.refusal);
       if (page.redirects > 0) {

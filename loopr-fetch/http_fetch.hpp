@@ -1,11 +1,13 @@
 // http_request: one HTTP request (GET, or POST with a body) to an http(s)
 // URL with libcurl; web_fetch and web_search share it, and it is the one
 // place that decides how loopr-fetch connects. It follows redirects itself
-// so that every hop is checked: the URL's scheme (http, https only)
-// and, through CURLOPT_OPENSOCKETFUNCTION, the address of every socket the
-// transfer is about to connect, after DNS resolution (AddressPolicy). No
-// proxy is used, whatever the environment says: a proxy would hide the
-// address that must be checked.
+// so that every hop is checked: the URL's scheme (http, https only), and
+// the address every connection reaches, after DNS resolution
+// (egress/address_policy.hpp) — by the lane's egress proxy when the runner
+// set LOOPR_EGRESS_PROXY (a net lane with the sandbox on: the proxy's
+// refusal becomes this tool's sandbox_denied error, in the proxy's words),
+// otherwise here, through CURLOPT_OPENSOCKETFUNCTION, with no proxy from
+// the environment: one that is not loopr's would hide the address.
 //
 // Memory: the body is kept up to limits.max_body_bytes; the rest of the
 // transfer is abandoned and `body_truncated` says so. Threads: one call at a
@@ -18,9 +20,11 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "loopr-fetch/address_policy.hpp"
+#include "egress/address_policy.hpp"
 
 namespace loopr::fetch {
+
+using egress::AddressPolicy;
 
 struct FetchLimits {
   std::size_t max_body_bytes = 8u << 20;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/utf8.hpp"
-#include "loopr-fetch/address_policy.hpp"
+#include "egress/address_policy.hpp"
 #include "loopr-fetch/charset.hpp"
 #include "loopr-fetch/fetch_url.hpp"
 #include "loopr-fetch/html_text.hpp"

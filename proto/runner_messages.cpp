@@ -51,6 +51,7 @@ json encode(const Job& m) {
   out["env"] = m.env;
   out["timeout_ms"] = m.timeout_ms;
   out["max_output_bytes"] = m.max_output_bytes;
+  if (!m.egress_token.empty()) out["egress_token"] = m.egress_token;
   return out;
 }
 
@@ -145,6 +146,7 @@ Job decode<Job>(FieldReader& f) {
   m.env = f.string_map("env");
   m.timeout_ms = f.unsigned_integer("timeout_ms");
   m.max_output_bytes = f.unsigned_integer("max_output_bytes");
+  m.egress_token = f.optional_text("egress_token", 128).value_or("");
   return m;
 }
 

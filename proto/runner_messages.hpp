@@ -52,6 +52,9 @@ struct Job {
   std::map<std::string, std::string> env;
   std::uint64_t timeout_ms = 0;
   std::uint64_t max_output_bytes = 0;
+  // Presented by the job to the lane's egress proxy (in its proxy URL), so
+  // the proxy can tell which call a connection belongs to; empty: none.
+  std::string egress_token;
   bool operator==(const Job&) const = default;
 };
 

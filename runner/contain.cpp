@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runner/capabilities.hpp"
+#include "runner/egress_listener.hpp"
 #include "runner/job_environment.hpp"
 #include "runner/landlock.hpp"
 #include "runner/network_namespace.hpp"
@@ -120,6 +121,10 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
   facts.stream_output = job.stream_output;
   facts.max_output_bytes = job.max_output_bytes;
   facts.memory_mb = spec.limits.max_address_space_mb;
+  if (spec.network && !spec.sandbox_off) {
+    facts.proxy_url = egress_proxy_url(spec.egress_port, job.egress_token);
+    facts.proxy_port = spec.egress_port;
+  }
   image.env_strings = job_environment(job.env, facts);
   for (std::string& arg : image.argv_strings)
     image.argv.push_back(arg.data());
@@ -232,7 +237,16 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   if (done) {
     done = run_step(spec, "namespaces", "namespaces", [&] { return enter_lane_namespaces(spec); });
   }
-  if (done && !spec.network) {
+  // Every lane has a network namespace of its own with only lo; a lane with
+  // network reaches out only through looprd's egress proxy, whose listener
+  // it makes here and hands over.
+  if (done && spec.network && spec.egress_link < 0) {
+    done = step_failed("egress listener",
+                       "lane " + spec.lane +
+                           " has network, which goes only through looprd's egress proxy, but the "
+                           "runner was given no egress link (--egress-fd)");
+  }
+  if (done) {
     done = run_step(spec, "network-namespace", "network namespace", enter_empty_network_namespace);
   }
   if (done) {
@@ -241,6 +255,11 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   }
   if (done) {
     done = run_step(spec, "seccomp-compile", "seccomp",
+  if (done && spec.network) {
+    done = run_step(spec, "egress-listener", "egress listener", [&] {
+      return offer_egress_listener(spec.egress_link, spec.egress_port);
+    });
+  }
                     [&] { return compile_seccomp(spec, lane.seccomp_); });
   }
   if (done) {

@@ -40,6 +40,19 @@ std::vector<std::string> job_environment(const std::map<std::string, std::string
   if (facts.stream_output) env["LOOPR_STREAM_OUTPUT"] = "1";
   if (facts.memory_mb != 0) env["LOOPR_MEMORY_LIMIT_MB"] = std::to_string(facts.memory_mb);
   if (facts.job_init) env["LOOPR_JOB_INIT"] = "1";
+  if (!facts.proxy_url.empty()) {
+    for (const char* name :
+         {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+          "npm_config_proxy", "npm_config_https_proxy", "LOOPR_EGRESS_PROXY"}) {
+      env[name] = facts.proxy_url;
+    }
+    // The lane's own loopback stays direct (a test server a build starts).
+    env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1";
+    // git over ssh: the tunnel through CONNECT (OpenBSD netcat, -X connect).
+    env["GIT_SSH_COMMAND"] =
+        "ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:" + std::to_string(facts.proxy_port) +
+        " %h %p'";
+  }
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [name, value] : env)

@@ -22,6 +22,11 @@ struct LaneFacts {
   bool job_init = false;              // LOOPR_JOB_INIT=1: loopr-tool is the job's PID 1
   std::int64_t max_output_bytes = 0;  // LOOPR_MAX_OUTPUT_BYTES
   std::uint64_t memory_mb = 0;        // LOOPR_MEMORY_LIMIT_MB (0: none); see resource_limits.hpp
+  // The lane's egress proxy (egress_listener.hpp); empty: none. Sets the
+  // proxy variables curl, git, pip, npm, apt, cargo and go read, and
+  // LOOPR_EGRESS_PROXY for loopr-fetch.
+  std::string proxy_url = {};
+  std::uint16_t proxy_port = 0;  // for git over ssh's ProxyCommand
 };
 
 // "NAME=value" entries: fixed defaults (PATH, HOME=/tmp, TMPDIR, LANG, TERM)

@@ -219,6 +219,7 @@ void LaneRunner::start_job(proto::Job job) {
   launch.worktree = job.worktree;
   launch.cwd = job.cwd;
   launch.env = job.env;
+  launch.egress_token = job.egress_token;
   const std::uint64_t cap =
       std::clamp<std::uint64_t>(job.max_output_bytes, 1, kMaxCapturePerStream);
   launch.max_output_bytes = static_cast<std::int64_t>(cap);

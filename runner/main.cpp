@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
   app.add_option("--lane", spec.lane, "lane name (no-net, net, heavy)")->required();
   app.add_option("--fd", link_fd, "inherited socket to the daemon");
   app.add_option("--socket", socket_path, "listen on this Unix socket path (tests, debugging)");
+  app.add_option("--egress-fd", spec.egress_link,
+                 "inherited socket over which a lane with --network passes looprd its egress "
+                 "listener");
+  app.add_option("--egress-port", spec.egress_port,
+                 "port of the egress proxy inside the lane (127.0.0.1)")
+      ->check(CLI::Range(1, 65535));
   app.add_option("--tool", tool_binary, "path of the loopr-tool binary")->required();
   std::string fetch_binary;
   app.add_option("--fetch-tool", fetch_binary,
@@ -72,7 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("--root", spec.filesystem.writable_roots, "writable worktree root (repeatable)");
   app.add_option("--hide", extra_hidden, "another path to hide from jobs (repeatable)");
   app.add_option("--slots", options.slots, "jobs run at once")->check(CLI::Range(1, 256));
-  app.add_flag("--network", spec.network, "keep the host network (net lane)");
+  app.add_flag("--network", spec.network,
+               "network through looprd's egress proxy (net and heavy lanes; needs --egress-fd)");
   app.add_flag("--stream-output", options.stream_output, "send output_chunk frames (heavy lane)");
   app.add_option("--tmp-size-mb", spec.filesystem.tmp_size_mb, "size cap of the job /tmp");
   app.add_option("--memory-mb", spec.limits.max_address_space_mb,

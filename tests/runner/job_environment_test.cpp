@@ -56,6 +56,31 @@ TEST(JobEnvironment, ALaneThatDoesNotStreamSaysNothingAboutStreamingOrInit) {
   EXPECT_FALSE(has_name(env, "LOOPR_JOB_INIT"));
 }
 
+TEST(JobEnvironment, ALaneWithAnEgressProxyPointsEveryClientAtIt) {
+  const std::string url = "http://loopr:t0k@127.0.0.1:3128";
+  const auto env = job_environment(
+      {{"HTTPS_PROXY", "http://evil:1"}, {"NO_PROXY", "*"}, {"GIT_SSH_COMMAND", "sh -c evil"}},
+      {.lane = "net",
+       .network = true,
+       .max_output_bytes = 10,
+       .proxy_url = url,
+       .proxy_port = 3128});
+  for (const char* name :
+       {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+        "npm_config_proxy", "npm_config_https_proxy", "LOOPR_EGRESS_PROXY"}) {
+    EXPECT_TRUE(has(env, std::string(name) + "=" + url)) << name;
+  }
+  EXPECT_TRUE(has(env, "NO_PROXY=localhost,127.0.0.1,::1"));
+  EXPECT_TRUE(has(env, "no_proxy=localhost,127.0.0.1,::1"));
+  EXPECT_TRUE(has(env,
+                  "GIT_SSH_COMMAND=ssh -o ProxyCommand='nc -X connect -x 127.0.0.1:3128 %h "
+                  "%p'"));
+  // Without a proxy (no-net, or the sandbox off) none of them is set.
+  const auto none = job_environment({}, {.lane = "no-net", .max_output_bytes = 10});
+  for (const char* name : {"HTTP_PROXY", "https_proxy", "LOOPR_EGRESS_PROXY", "GIT_SSH_COMMAND"})
+    EXPECT_FALSE(has_name(none, name)) << name;
+}
+
 TEST(JobEnvironment, TheRequestCannotOverrideTheRunnersOwnVariables) {
   const auto env = job_environment({{"LOOPR_LANE", "net"},
                                     {"LOOPR_NETWORK", "on"},

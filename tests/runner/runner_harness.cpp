@@ -10,11 +10,54 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "common/fd_passing.hpp"
 
 extern char** environ;
 
 namespace loopr::test {
+
+// looprd's egress proxy, on an io thread of the harness's own.
+struct RunnerHarness::Egress {
+  explicit Egress(const RunnerOptions& options)
+      : proxy(io, policy_of(options), [this](const egress::NetConnection& connection) {
+          std::lock_guard lock(mutex);
+          seen.push_back(connection);
+        }) {
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Egress() {
+    asio::post(io, [this] {
+      proxy.stop();
+      work.reset();
+    });
+    thread.join();
+  }
+  static egress::EgressPolicy policy_of(const RunnerOptions& options) {
+    std::map<std::string, egress::LaneDomainRules> lanes;
+    lanes[options.lane] = {egress::DomainList::parse(options.allow_domains, "allow").value(),
+                           egress::DomainList::parse(options.deny_domains, "deny").value()};
+    return egress::EgressPolicy(
+        egress::AddressPolicy::from_strings(options.allowed_networks).value(), std::move(lanes));
+  }
+  void serve(const std::string& lane, UniqueFd listener) {
+    auto shared = std::make_shared<UniqueFd>(std::move(listener));
+    asio::post(io, [this, lane, shared] { proxy.serve(lane, std::move(*shared)); });
+  }
+
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  egress::EgressProxy proxy;
+  mutable std::mutex mutex;
+  std::vector<egress::NetConnection> seen;
+  std::thread thread;
+};
 
 RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options)) {
   worktree_ = tree_.path("wt");
@@ -31,6 +74,10 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
   stderr_pipe_.reset(err_pipe[0]);
 
+  int egress_pair[2] = {-1, -1};
+  if (options_.network && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, egress_pair) != 0) {
+    throw std::runtime_error("socketpair");
+  }
   std::vector<std::string> args = {bin_path("loopr-runner"),
                                    "--lane",
                                    options_.lane,
@@ -44,7 +91,7 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
                                    std::to_string(options_.slots),
                                    "--term-grace-ms",
                                    std::to_string(options_.term_grace_ms)};
-  if (options_.network) args.push_back("--network");
+  if (options_.network) args.insert(args.end(), {"--network", "--egress-fd", "4"});
   if (options_.stream_output) args.push_back("--stream-output");
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;
@@ -68,11 +115,22 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  if (options_.network) posix_spawn_file_actions_adddup2(&actions, egress_pair[1], 4);
   const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(pair[1]);
   ::close(err_pipe[1]);
+  if (options_.network) ::close(egress_pair[1]);
   if (rc != 0) throw std::runtime_error("cannot spawn loopr-runner");
+  if (options_.network) {
+    // The runner passes its listener while it builds the sandbox; one that
+    // fails first closes the link, and its jobs then have no way out.
+    UniqueFd egress_link(egress_pair[0]);
+    egress_ = std::make_unique<Egress>(options_);
+    if (auto listener = receive_fd(egress_link.get())) {
+      egress_->serve(options_.lane, std::move(*listener));
+    }
+  }
 
   if (options_.handshake) {
     auto hello = receive_a<proto::Handshake>();
@@ -86,6 +144,12 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
     ack.slots = static_cast<std::uint32_t>(options_.slots);
     send(ack);
   }
+}
+
+std::vector<egress::NetConnection> RunnerHarness::connections() const {
+  if (!egress_) return {};
+  std::lock_guard lock(egress_->mutex);
+  return egress_->seen;
 }
 
 RunnerHarness::~RunnerHarness() {
@@ -149,6 +213,11 @@ proto::Job RunnerHarness::job(const std::string& id, const std::string& tool, nl
   job.cwd = worktree_;
   job.timeout_ms = timeout_ms;
   job.max_output_bytes = max_output;
+  if (egress_) {
+    // As looprd does: the job's connections name its call.
+    job.egress_token = "token-" + id;
+    egress_->proxy.attribute(job.egress_token, id);
+  }
   return job;
 }
 

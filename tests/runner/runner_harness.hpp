@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/unique_fd.hpp"
+#include "egress/egress_proxy.hpp"
 #include "proto/frame_codec.hpp"
 #include "proto/runner_messages.hpp"
 #include "tests/support/temp_tree.hpp"
@@ -30,6 +32,12 @@ struct RunnerOptions {
   bool handshake = true;  // send handshake_ack after the runner's handshake
   // Variables set (or replaced) in the runner's environment, e.g. HOME.
   std::map<std::string, std::string> env;
+  // A lane with network: the policy of the egress proxy the harness serves
+  // the runner's egress listener with, as looprd would ([egress] in
+  // loopr.toml): allowed networks, and the lane's domain lists.
+  std::vector<std::string> allowed_networks;
+  std::vector<std::string> allow_domains;
+  std::vector<std::string> deny_domains;
 };
 
 class RunnerHarness {
@@ -69,6 +77,9 @@ class RunnerHarness {
   // Runs the attack probe inside a job and returns its one line.
   std::string probe(const std::string& attack_and_args);
 
+  // The connections the lane's egress proxy reported so far (network lanes).
+  std::vector<egress::NetConnection> connections() const;
+
   // Waits for the runner process to exit and returns its wait status.
   int wait_exit();
   std::string runner_stderr();
@@ -79,6 +90,8 @@ class RunnerHarness {
   std::string worktree_;
   UniqueFd link_;
   UniqueFd stderr_pipe_;
+  struct Egress;  // the proxy and its io thread, for network lanes
+  std::unique_ptr<Egress> egress_;
   pid_t pid_ = -1;
   proto::FrameReader reader_;
   int next_id_ = 0;

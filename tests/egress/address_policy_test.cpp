@@ -1,10 +1,10 @@
-// AddressPolicy: what web_fetch may connect to (SECURITY.md class 14, the
-// address side; web_fetch_binary_test.cpp tries the fetches themselves).
-#include "loopr-fetch/address_policy.hpp"
+// AddressPolicy: what a job's connection may reach (SECURITY.md classes 14
+// and 21, the address side; the runner's attack tests try the connections).
+#include "egress/address_policy.hpp"
 
 #include <gtest/gtest.h>
 
-namespace loopr::fetch {
+namespace loopr::egress {
 namespace {
 
 IpAddress ip(const char* text) {
@@ -84,4 +84,4 @@ TEST(AddressPolicy, ABadAllowedRangeIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace loopr::fetch
+}  // namespace loopr::egress

@@ -1,0 +1,234 @@
+// EgressProxy with real sockets: a listener like the one a lane's runner
+// passes to looprd, served on an io thread; clients speak to it as curl
+// does; an HttpTestServer stands for the internet (allowed by a test-only
+// allowed_networks) or for the host's loopback (refused).
+#include "egress/egress_proxy.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "tests/support/http_test_server.hpp"
+
+namespace loopr::egress {
+namespace {
+
+using test::HttpTestServer;
+
+class ProxyFixture {
+ public:
+  explicit ProxyFixture(std::vector<std::string> allowed_networks)
+      : proxy_(io_,
+               EgressPolicy(
+                   AddressPolicy::from_strings(allowed_networks).value(),
+                   {{"net", {DomainList(), DomainList::parse({"*.denied.test"}, "d").value()}}}),
+               [this](const NetConnection& connection) {
+                 std::lock_guard lock(mutex_);
+                 seen_.push_back(connection);
+               }) {
+    UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(::listen(listener.get(), 16), 0);
+    socklen_t length = sizeof address;
+    ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    auto shared = std::make_shared<UniqueFd>(std::move(listener));
+    asio::post(io_, [this, shared] { proxy_.serve("net", std::move(*shared)); });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~ProxyFixture() {
+    stop();
+    work_.reset();
+    thread_.join();
+  }
+  void stop() {
+    std::promise<void> stopped;
+    asio::post(io_, [&] {
+      proxy_.stop();
+      stopped.set_value();
+    });
+    stopped.get_future().wait();
+  }
+  EgressProxy& proxy() { return proxy_; }
+
+  // Connects, sends `request`, reads until the proxy or the server closes.
+  // `then` is sent after the first reply (a tunnel's payload).
+  std::string exchange(const std::string& request, const std::string& then = "") const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port_);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      return "connect failed";
+    }
+    std::string reply;
+    auto read_some = [&]() {
+      pollfd wait{fd, POLLIN, 0};
+      if (::poll(&wait, 1, 10'000) <= 0) return false;
+      char buffer[4096];
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n <= 0) return false;
+      reply.append(buffer, static_cast<std::size_t>(n));
+      return true;
+    };
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    if (!then.empty()) {
+      while (reply.find("\r\n\r\n") == std::string::npos && read_some()) {
+      }
+      ::send(fd, then.data(), then.size(), MSG_NOSIGNAL);
+    }
+    while (read_some()) {
+    }
+    ::close(fd);
+    return reply;
+  }
+
+  // Waits until the proxy has reported `count` connections.
+  std::vector<NetConnection> seen(std::size_t count) const {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard lock(mutex_);
+        if (seen_.size() >= count) return seen_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
+  EgressProxy proxy_;
+  std::uint16_t port_ = 0;
+  mutable std::mutex mutex_;
+  std::vector<NetConnection> seen_;
+  std::thread thread_;
+};
+
+const std::string kToken = "Proxy-Authorization: Basic bG9vcHI6YWJjMTIz\r\n";  // loopr:abc123
+
+TEST(EgressProxy, PlainHttpToAnAllowedAddressIsRelayedAndReportedWithItsCall) {
+  HttpTestServer server;
+  server.route("/page", {200, "text/plain", "hello from the server", ""});
+  ProxyFixture fixture({"127.0.0.1/32"});
+  fixture.proxy().attribute("abc123", "call-7");
+  const std::string reply = fixture.exchange("GET " + server.base_url() +
+                                             "/page HTTP/1.1\r\nHost: x\r\n" + kToken + "\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << reply;
+  EXPECT_NE(reply.find("hello from the server"), std::string::npos);
+  const auto seen = fixture.seen(1);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].allowed);
+  EXPECT_EQ(seen[0].rule, "allowed");
+  EXPECT_EQ(seen[0].call_id, "call-7");
+  EXPECT_EQ(seen[0].lane, "net");
+  EXPECT_EQ(seen[0].host, "127.0.0.1");
+  EXPECT_EQ(seen[0].address, "127.0.0.1");
+  EXPECT_EQ(seen[0].port, server.port());
+  EXPECT_GT(seen[0].bytes_received, 20u);
+  EXPECT_GT(seen[0].bytes_sent, 0u);
+  // Once forgotten, the token names no call.
+  fixture.proxy().forget("abc123");
+  fixture.exchange("GET " + server.base_url() + "/page HTTP/1.1\r\n" + kToken + "\r\n");
+  EXPECT_EQ(fixture.seen(2).at(1).call_id, "");
+}
+
+TEST(EgressProxy, AConnectTunnelCarriesBytesBothWays) {
+  HttpTestServer server;
+  server.route("/tunnelled", {200, "text/plain", "through the tunnel", ""});
+  ProxyFixture fixture({"127.0.0.1/32"});
+  const std::string reply =
+      fixture.exchange("CONNECT localhost:" + std::to_string(server.port()) + " HTTP/1.1\r\n\r\n",
+                       "GET /tunnelled HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK", 0), 0u)
+      << reply;
+  EXPECT_NE(reply.find("through the tunnel"), std::string::npos);
+  const auto seen = fixture.seen(1);
+  ASSERT_EQ(seen.size(), 1u);
+  // localhost has ::1 and 127.0.0.1; only the allowed one was connected to.
+  EXPECT_EQ(seen[0].address, "127.0.0.1");
+  EXPECT_EQ(seen[0].host, "localhost");
+}
+
+TEST(EgressProxy, ARefusalIsA403ThatSaysWhichRuleAndWhichKeyAndReachesNoServer) {
+  HttpTestServer server;
+  server.route("/", {200, "text/plain", "secret", ""});
+  ProxyFixture fixture({});
+  const std::string port = std::to_string(server.port());
+  const std::string plain = fixture.exchange("GET http://127.0.0.1:" + port + "/ HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(plain.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << plain;
+  EXPECT_NE(plain.find("X-Loopr-Egress: loopback\r\n"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("\r\n\r\nloopr's egress proxy refused 127.0.0.1:" + port +
+                       " (lane net): 127.0.0.1 is loopback"),
+            std::string::npos)
+      << plain;
+  EXPECT_NE(plain.find("\"127.0.0.1/32\" to [egress] allowed_networks"), std::string::npos);
+  const std::string tunnel = fixture.exchange("CONNECT 169.254.169.254:80 HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(tunnel.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << tunnel;
+  EXPECT_NE(tunnel.find("X-Loopr-Egress-Message: loopr's egress proxy refused 169.254.169.254:80"),
+            std::string::npos)
+      << tunnel;
+  const std::string denied = fixture.exchange("CONNECT www.denied.test:443 HTTP/1.1\r\n\r\n");
+  EXPECT_NE(denied.find("X-Loopr-Egress: deny_domains"), std::string::npos) << denied;
+  const auto seen = fixture.seen(3);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].rule, "loopback");
+  EXPECT_EQ(seen[1].rule, "link-local");
+  EXPECT_EQ(seen[2].rule, "deny_domains");
+  for (const auto& connection : seen)
+    EXPECT_FALSE(connection.allowed);
+  EXPECT_EQ(server.connections(), 0);
+}
+
+TEST(EgressProxy, BadRequestsAndUnreachableTargetsGetTheirOwnAnswers) {
+  ProxyFixture fixture({"127.0.0.1/32"});
+  const std::string bad = fixture.exchange("GET /relative HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(bad.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << bad;
+  EXPECT_NE(bad.find("not an absolute http:// URL"), std::string::npos);
+  // A port nothing listens on, at an allowed address.
+  const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(probe);
+  const std::string closed = fixture.exchange(
+      "CONNECT 127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(closed.rfind("HTTP/1.1 502 Bad Gateway\r\n", 0), 0u) << closed;
+  EXPECT_NE(closed.find("could not connect"), std::string::npos) << closed;
+  const std::string oversized =
+      fixture.exchange("GET http://x/ HTTP/1.1\r\nX: " + std::string(70'000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(oversized.rfind("HTTP/1.1 431", 0), 0u) << oversized.substr(0, 100);
+  const auto seen = fixture.seen(3);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].rule, "bad_request");
+  EXPECT_EQ(seen[1].rule, "unreachable");
+  EXPECT_TRUE(seen[1].allowed);  // the policy allowed it; the target was not there
+  EXPECT_EQ(seen[2].rule, "bad_request");
+}
+
+TEST(EgressProxy, StopClosesTheListener) {
+  ProxyFixture fixture({});
+  fixture.stop();
+  EXPECT_EQ(fixture.exchange("CONNECT example.com:443 HTTP/1.1\r\n\r\n"), "connect failed");
+}
+
+}  // namespace
+}  // namespace loopr::egress
