@@ -1,5 +1,6 @@
 #include "common/error.hpp"
 
+#include <cerrno>
 #include <cstring>
 
 namespace loopr {
@@ -24,7 +25,15 @@ Error errno_error(int err, std::string_view operation, std::string_view path) {
   }
   message += ": ";
   message += std::strerror(err);
-  return make_error(errc::io, std::move(message));
+  std::string hint;
+  if (err == ENOSPC || err == EDQUOT) {
+    hint =
+        "the disk is full (no space or no inodes left): delete files that are not needed, then "
+        "try again";
+  } else if (err == EFBIG) {
+    hint = "the file is larger than the largest file allowed here; write a smaller file";
+  }
+  return make_error(errc::io, std::move(message), std::move(hint));
 }
 
 }  // namespace loopr

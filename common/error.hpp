@@ -70,7 +70,8 @@ struct Error {
 };
 
 Error make_error(std::string code, std::string message, std::string hint = {});
-// An io error from errno, naming the operation and the path.
+// An io error from errno, naming the operation and the path; a full disk
+// (ENOSPC, EDQUOT) or a file over the size limit (EFBIG) gets a hint.
 Error errno_error(int err, std::string_view operation, std::string_view path);
 
 // A value or an Error. Deliberately small: what std::expected will be in C++23.

@@ -11,7 +11,9 @@
 //
 // Result: {command, exit_code, stdout, stderr, timed_out, truncated,
 // duration_ms} plus signal, stdout_base64/stderr_base64 (bytes that are not
-// UTF-8, exactly), interrupted, hint and sandbox_note when they apply.
+// UTF-8, exactly), interrupted, hint, sandbox_note and disk_note (a failed
+// command that ran out of room: which disk is full, what to do) when they
+// apply.
 //
 // The caps are half of LOOPR_MAX_OUTPUT_BYTES each, less room for the JSON
 // around them; base64 copies of non-UTF-8 output may exceed that, and the
@@ -45,6 +47,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,6 +137,46 @@ std::string sandbox_note(const std::string& out, const std::string& err) {
            "(mount, ptrace, namespaces, ...) are blocked";
   }
   return {};
+}
+
+// Whether the file system of `info` has (almost) no room left: under 1 MiB
+// of blocks, or no free inodes (tmpfs caps both).
+bool nearly_full(const struct statvfs& info) {
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+  return free_bytes < (std::uint64_t{1} << 20) || (info.f_files != 0 && info.f_favail == 0);
+}
+
+// A sentence for the model when the command failed for lack of room: which
+// file system is full — the worktree's disk or the lane's /tmp, measured once
+// the command ended — and what to do. Empty when the output names no such
+// failure. `worktree_fd` is a folder of the worktree (the command's cwd).
+std::string disk_note(const std::string& out, const std::string& err, int worktree_fd) {
+  const std::string text = out + "\n" + err;
+  const bool no_space =
+      contains(text, "No space left on device") || contains(text, "Disk quota exceeded");
+  if (!no_space && contains(text, "File size limit exceeded")) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_FSIZE, &limit);
+    return "a file reached the largest size a job may write (" +
+           (limit.rlim_cur == RLIM_INFINITY ? std::string("unlimited")
+                                            : std::to_string(limit.rlim_cur >> 20) + " MiB") +
+           ", RLIMIT_FSIZE); write smaller files";
+  }
+  if (!no_space) return {};
+  struct statvfs info {};
+  if (::fstatvfs(worktree_fd, &info) == 0 && nearly_full(info)) {
+    return "the disk holding the worktree is full (no space or no inodes left); delete files "
+           "that are not needed (file_delete, or rm in run_command) before writing more";
+  }
+  if (::statvfs("/tmp", &info) == 0 && nearly_full(info)) {
+    return "/tmp is full: it is a small private tmpfs of " +
+           std::to_string((static_cast<std::uint64_t>(info.f_blocks) * info.f_frsize) >> 20) +
+           " MiB for the lane's jobs; delete files in /tmp that are not needed, or write large "
+           "files in the worktree";
+  }
+  return "a write failed because a disk was full (the worktree's or /tmp); there is room again "
+         "now, perhaps because the command's own files were removed; write less, or delete "
+         "files that are not needed";
 }
 
 struct ShellRequest {
@@ -308,6 +351,10 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
   if (const std::string note = sandbox_note(out_text, err_text);
       !note.empty() && (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     result["sandbox_note"] = note;
+  }
+  if (const std::string note = disk_note(out_text, err_text, cwd->get());
+      !note.empty() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+    result["disk_note"] = note;
   }
   return result;
 }

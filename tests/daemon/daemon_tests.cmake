@@ -29,4 +29,11 @@ if(TARGET loopr_daemon)
   loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp)
   target_link_libraries(plan_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(plan_integration_test looprd loopr-runner loopr-tool)
+  # SECURITY class 25, disk exhaustion: the worktree root and the state dir
+  # on a small tmpfs in the test's own mount namespace (and user namespace,
+  # when not root); the database is checked with SQLite itself afterwards.
+  find_package(SQLite3 REQUIRED)
+  loopr_add_test(disk_full_test disk_full_test.cpp)
+  target_link_libraries(disk_full_test PRIVATE loopr_daemon_harness loopr_store SQLite::SQLite3)
+  add_dependencies(disk_full_test looprd loopr-runner loopr-tool)
 endif()
