@@ -131,7 +131,8 @@ class SettingsReader {
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
-             "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], [prices.*], "
+             "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
+             "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
              "[scheduler] and [merges]");
       }

@@ -103,8 +103,9 @@ struct WebFetchSettings {
 // [egress]: what jobs of lanes with network (net, heavy) may connect to
 // through looprd's egress proxy (DESIGN §7.9) — every connection they make,
 // web_fetch's included. allowed_networks: CIDR ranges or single addresses
-// reachable beyond the public internet (the older [web_fetch]
-// allowed_networks adds to it); port: the proxy's port on each lane's own
+// reachable beyond the public internet by every job of those lanes
+// ([web_fetch] and [web_search] allowed_networks add to it for those tools'
+// calls only); port: the proxy's port on each lane's own
 // 127.0.0.1. [egress.lanes.net] / [egress.lanes.heavy]: optional domain
 // lists, exact names or "*.suffix"; deny wins; an empty allow list allows
 // every name.

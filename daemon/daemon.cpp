@@ -23,10 +23,9 @@ namespace {
 
 // The policy of the lanes' egress proxy, from settings load() has checked.
 egress::EgressPolicy egress_policy(const config::Settings& settings) {
-  std::vector<std::string> allowed = settings.egress.allowed_networks;
-  // The older spelling, from when only web_fetch was judged.
-  allowed.insert(allowed.end(), settings.web_fetch.allowed_networks.begin(),
-                 settings.web_fetch.allowed_networks.end());
+  // [web_fetch] and [web_search] allowed_networks are those tools' own: the
+  // router grants them per call (ToolRouter, EgressProxy::attribute).
+  const std::vector<std::string>& allowed = settings.egress.allowed_networks;
   std::map<std::string, egress::LaneDomainRules> lanes;
   for (const auto& [lane, rules] : settings.egress.lanes) {
     const std::string key = "egress.lanes." + lane;

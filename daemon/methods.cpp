@@ -92,7 +92,9 @@ const std::vector<std::string_view> kEventTopics = {"tool",
                                                     "plan.approved",
                                                     "plan.rejected",
                                                     "plan.iterating",
-                                                    "plan.completed"};
+                                                    "plan.completed",
+                                                    "net",
+                                                    "net.connect"};
 
 }  // namespace
 

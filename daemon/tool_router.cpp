@@ -21,6 +21,22 @@ namespace {
 // 128 random bits as hex: what a job presents to the egress proxy. Not a
 // secret that grants anything (the policy is the lane's either way), only
 // unguessable so that one call cannot pass its connections off as another's.
+// What one call may reach beyond its lane's egress policy: web_fetch's and
+// web_search's own allowed_networks apply to their calls, not to every job
+// of the lane. load() has checked every range.
+std::vector<NetworkRange> networks_allowed_to(const std::string& tool,
+                                              const config::Settings& settings) {
+  const std::vector<std::string>* ranges = nullptr;
+  if (tool == "web_fetch") ranges = &settings.web_fetch.allowed_networks;
+  if (tool == "web_search") ranges = &settings.web_search.allowed_networks;
+  std::vector<NetworkRange> out;
+  if (ranges == nullptr) return out;
+  for (const std::string& text : *ranges) {
+    if (auto range = NetworkRange::parse(text)) out.push_back(*range);
+  }
+  return out;
+}
+
 std::string egress_token() {
   std::array<unsigned char, 16> bytes{};
   if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) return {};
@@ -449,7 +465,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (egress_ != nullptr && lane_settings != settings_.lanes.end() &&
       lane_settings->second.network) {
     job.egress_token = egress_token();
-    egress_->attribute(job.egress_token, call_id);
+    egress_->attribute(job.egress_token, call_id, networks_allowed_to(tool->name, settings_));
   }
   const std::string token = job.egress_token;
   LaneReply reply = co_await lane->second->run(std::move(job));

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -75,14 +76,18 @@ struct ProxyState {
   std::map<std::string, std::shared_ptr<tcp::acceptor>> listeners;  // by lane
   std::set<tcp::socket*> open_sockets;                              // for stop()
 
+  struct Call {
+    std::string id;
+    std::vector<NetworkRange> also_allowed;
+  };
   std::mutex tokens_mutex;
-  std::map<std::string, std::string> calls_by_token;
+  std::map<std::string, Call> calls_by_token;
 
-  std::string call_for(const std::string& token) {
+  Call call_for(const std::string& token) {
     if (token.empty()) return {};
     std::lock_guard lock(tokens_mutex);
     const auto found = calls_by_token.find(token);
-    return found == calls_by_token.end() ? std::string() : found->second;
+    return found == calls_by_token.end() ? Call{} : found->second;
   }
 
   void report(const NetConnection& connection) {
@@ -177,7 +182,8 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
   }
   record.host = request->host;
   record.port = request->port;
-  record.call_id = state->call_for(request->token);
+  const ProxyState::Call call = state->call_for(request->token);
+  record.call_id = call.id;
   if (auto refusal = state->policy.judge_name(lane, request->host, request->port)) {
     co_await refuse(403, "Forbidden", refusal->rule, refusal->message);
     co_return;
@@ -200,7 +206,13 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
     const auto address =
         IpAddress::from_sockaddr(endpoint.data(), static_cast<socklen_t>(endpoint.size()));
     if (!address) continue;
-    if (auto refusal = state->policy.judge_address(lane, request->host, request->port, *address)) {
+    auto refusal = state->policy.judge_address(lane, request->host, request->port, *address);
+    if (refusal &&
+        std::any_of(call.also_allowed.begin(), call.also_allowed.end(),
+                    [&](const NetworkRange& range) { return range.contains(*address); })) {
+      refusal.reset();
+    }
+    if (refusal) {
       if (!first_refusal) {
         first_refusal = std::move(refusal);
         record.address = address->to_string();
@@ -298,10 +310,11 @@ void EgressProxy::serve(const std::string& lane, UniqueFd listener) {
   asio::co_spawn(state_->io, accept_loop(state_, lane, acceptor), asio::detached);
 }
 
-void EgressProxy::attribute(const std::string& token, const std::string& call_id) {
+void EgressProxy::attribute(const std::string& token, const std::string& call_id,
+                            std::vector<NetworkRange> also_allowed) {
   if (token.empty()) return;
   std::lock_guard lock(state_->tokens_mutex);
-  state_->calls_by_token[token] = call_id;
+  state_->calls_by_token[token] = {call_id, std::move(also_allowed)};
 }
 
 void EgressProxy::forget(const std::string& token) {

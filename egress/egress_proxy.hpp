@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.hpp"
 #include "egress/egress_policy.hpp"
@@ -72,7 +73,11 @@ class EgressProxy {
   // open go on.
   void serve(const std::string& lane, UniqueFd listener);
   // Connections that present `token` belong to `call_id` until forget().
-  void attribute(const std::string& token, const std::string& call_id);
+  // `also_allowed`: networks this call may reach beyond the lane's policy
+  // (web_fetch's and web_search's own allowed_networks in loopr.toml); the
+  // name rules still apply.
+  void attribute(const std::string& token, const std::string& call_id,
+                 std::vector<NetworkRange> also_allowed = {});
   void forget(const std::string& token);
   // Closes every listener and connection.
   void stop();

@@ -321,7 +321,7 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
     // PID 1 of the job's own PID namespace, and loopr-tool after exec: when
     // it exits, the kernel kills whatever else of the job is left.
     must(spec_, setup_fd, "job-filesystem", "mount namespace",
-         [&] { return build_job_filesystem(job.worktree, spec_.filesystem.writable_roots); });
+         [&] { return build_job_filesystem(job.worktree, spec_.filesystem); });
     exec_job_main(*this, binary, job, image, stdin_fd.get(), out->write.get(), err->write.get(),
                   setup_fd, seccomp);
   }

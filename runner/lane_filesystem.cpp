@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "runner/linked_git_dir.hpp"
+#include "runner/open_no_symlinks.hpp"
 #include "runner/sandbox_step.hpp"
 
 namespace loopr::runner {
@@ -50,6 +52,20 @@ Result<void> make_directories(const std::string& path) {
   return {};
 }
 
+// A folder, or an empty file to mount a file on, at `path`.
+Result<void> make_mount_point(const std::string& path, bool directory) {
+  if (directory) return make_directories(path);
+  const std::string parent = path.substr(0, path.rfind('/'));
+  if (!parent.empty()) {
+    if (auto r = make_directories(parent); !r) return r;
+  }
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0 && errno != EEXIST && errno != EROFS && errno != EISDIR)
+    return step_failed(kStep, "create mount point " + path, errno);
+  if (fd >= 0) ::close(fd);
+  return {};
+}
+
 // Host paths resolved before the pivot: a symlink such as /var/run -> /run
 // must be followed in the host's view, not in the staging root's.
 std::vector<std::string> canonical_paths(const std::vector<std::string>& paths) {
@@ -77,6 +93,40 @@ Result<void> set_read_only(const std::string& path, unsigned int flags, const ch
   if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), flags, &read_only, sizeof read_only) !=
       0) {
     return step_failed(kStep, std::string(what) + " " + path, errno);
+  }
+  return {};
+}
+
+bool is_within_any(const std::string& path, const std::vector<std::string>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(),
+                     [&](const std::string& dir) { return is_within(path, dir); });
+}
+
+// A detached copy of the tree at `path` (open_tree OPEN_TREE_CLONE |
+// AT_RECURSIVE, Linux >= 5.2), or of the folder `folder` refers to if valid.
+Result<UniqueFd> clone_tree(const std::string& path, int folder = -1) {
+  const unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
+  const long fd = folder >= 0 ? ::syscall(SYS_open_tree, folder, "", flags | AT_EMPTY_PATH)
+                              : ::syscall(SYS_open_tree, AT_FDCWD, path.c_str(), flags);
+  if (fd < 0) return step_failed(kStep, "clone the mount tree of " + path + " (open_tree)", errno);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+// Attaches a detached tree at `target`, an existing folder.
+Result<void> attach_tree(const UniqueFd& tree, const std::string& target) {
+  if (::syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, target.c_str(),
+                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+    return step_failed(kStep, "attach a mount at " + target + " (move_mount)", errno);
+  }
+  return {};
+}
+
+Result<void> set_tree_read_only(const UniqueFd& tree, const std::string& path) {
+  mount_attr read_only{};
+  read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+  if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &read_only,
+                sizeof read_only) != 0) {
+    return step_failed(kStep, "make read-only: " + path, errno);
   }
   return {};
 }
@@ -120,7 +170,8 @@ Result<void> build_dev(const std::string& dev) {
 
 }  // namespace
 
-Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
+Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
+                                   std::map<std::string, UniqueFd> root_mounts) {
   for (const std::string& root : spec.writable_roots) {
     struct stat st {};
     if (root.empty() || root.front() != '/' || ::stat(root.c_str(), &st) != 0 ||
@@ -130,6 +181,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
   }
   const std::vector<std::string> hidden = canonical_paths(spec.hidden_paths);
   const std::vector<std::string> writable = canonical_paths(spec.writable_roots);
+  const std::vector<std::string> readable = canonical_paths(spec.read_paths);
 
   // Nothing we mount may propagate back to the host.
   if (auto r = do_mount("", "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "make / private"); !r) {
@@ -173,7 +225,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
         !r) {
       return r;
     }
-    hidden_mounted.push_back(target);
+    hidden_mounted.push_back(path);
   }
   if (auto r = do_mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                         ("size=" + std::to_string(spec.tmp_size_mb) + "m,mode=1777").c_str(),
@@ -188,16 +240,43 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
     if (!exists(target)) {
       if (auto r = make_directories(target); !r) return r;
     }
+    if (auto mount = root_mounts.find(path); mount != root_mounts.end()) {
+      if (auto r = attach_tree(mount->second, target); !r) return r;
+      continue;
+    }
     if (auto r = do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr,
                           "bind writable root");
         !r) {
       return r;
     }
   }
-  for (const std::string& target : hidden_mounted) {
+  // Read paths a hidden path covers come back read-only (those under a root
+  // are the jobs' business: build_job_filesystem); what is hidden inside
+  // them stays hidden.
+  for (const std::string& path : readable) {
+    if (!is_within_any(path, hidden_mounted) || is_within_any(path, writable)) continue;
+    const std::string target = root + path;
+    if (auto r = make_mount_point(target, is_directory(kOldRoot + path)); !r) return r;
     if (auto r =
-            do_mount("", target, nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                     nullptr, "remount hidden folder read-only");
+            do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr, "bind read path");
+        !r) {
+      return r;
+    }
+    if (auto r = set_read_only(target, AT_RECURSIVE, "make read-only: read path"); !r) return r;
+    for (const std::string& inner : hidden) {
+      if (inner == path || !is_within(inner, path) || !is_directory(root + inner)) continue;
+      if (auto r = do_mount("tmpfs", root + inner, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                            "size=1m,mode=0755", "hide");
+          !r) {
+        return r;
+      }
+      hidden_mounted.push_back(inner);
+    }
+  }
+  for (const std::string& path : hidden_mounted) {
+    if (auto r = do_mount("", root + path, nullptr,
+                          MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
+                          "remount hidden folder read-only");
         !r) {
       return r;
     }
@@ -214,25 +293,64 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec) {
   return {};
 }
 
-Result<void> build_job_filesystem(const std::string& worktree,
-                                  const std::vector<std::string>& writable_roots) {
+Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesystemSpec& spec) {
   if (auto r = do_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
                         nullptr, "mount the job's /proc");
       !r) {
     return r;
   }
-  // Only the job's own worktree stays writable: it gets a mount of its own,
-  // and every writable root (other loops' worktrees beside it) turns
-  // read-only beneath it. Landlock narrows writes too, but a Landlock rule on
-  // /tmp also covers roots mounted under /tmp; the mounts hold regardless.
-  if (auto r = do_mount(worktree, worktree, nullptr, MS_BIND | MS_REC, nullptr, "bind worktree");
-      !r) {
-    return r;
+  const std::vector<std::string>& roots = spec.writable_roots;
+  // What the job keeps of the roots, cloned before they are covered. The
+  // worktree is opened without following symlinks, so a path component
+  // swapped since LaneRunner resolved it cannot put another folder there.
+  struct Kept {
+    std::string path;
+    UniqueFd tree;
+  };
+  std::vector<Kept> kept;
+  const UniqueFd folder = open_no_symlinks(AT_FDCWD, worktree, O_PATH | O_DIRECTORY);
+  if (!folder) return step_failed(kStep, "open the worktree " + worktree, errno);
+  auto own = clone_tree(worktree, folder.get());
+  if (!own) return std::move(own).error();
+  kept.push_back({worktree, std::move(*own)});
+  auto keep_read_only = [&](const std::string& path, int at) -> Result<void> {
+    if (!is_within_any(path, roots) || is_within(path, worktree)) return {};
+    auto tree = clone_tree(path, at);
+    if (!tree) return std::move(tree).error();
+    if (auto r = set_tree_read_only(*tree, path); !r) return r;
+    kept.push_back({path, std::move(*tree)});
+    return {};
+  };
+  if (auto git = find_linked_git_dir(worktree)) {
+    if (auto r = keep_read_only(git->path, git->folder.get()); !r) return r;
   }
-  for (const std::string& root : writable_roots) {
-    if (root == worktree) continue;
-    if (auto r = set_read_only(root, 0, "make the other worktrees read-only under"); !r) return r;
+  for (const std::string& path : canonical_paths(spec.read_paths)) {
+    if (auto r = keep_read_only(path, -1); !r) return r;
   }
+
+  std::vector<std::string> covered;
+  for (const std::string& root : roots) {
+    if (is_within_any(root, covered)) continue;  // sorted: an outer root comes first
+    if (auto r = do_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          "size=64k,mode=0755", "cover the worktree root");
+        !r) {
+      return r;
+    }
+    covered.push_back(root);
+  }
+  // Outer paths first, so an inner one lands on top of them.
+  std::sort(kept.begin(), kept.end(),
+            [](const Kept& a, const Kept& b) { return a.path.size() < b.path.size(); });
+  for (const Kept& tree : kept) {
+    struct stat st {};
+    if (::fstat(tree.tree.get(), &st) != 0) return step_failed(kStep, "stat " + tree.path, errno);
+    if (auto r = make_mount_point(tree.path, S_ISDIR(st.st_mode)); !r) return r;
+    if (auto r = attach_tree(tree.tree, tree.path); !r) return r;
+  }
+  for (const std::string& root : covered) {
+    if (auto r = set_read_only(root, 0, "make read-only: the cover of"); !r) return r;
+  }
+
   const std::string git = worktree + "/.git";
   struct stat st {};
   if (::lstat(git.c_str(), &st) != 0) return {};

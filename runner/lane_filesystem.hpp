@@ -7,35 +7,51 @@
 //   /tmp         a private tmpfs capped at tmp_size_mb
 //   /dev         a minimal tmpfs: null, zero, full, random, urandom, shm
 //   writable roots bound read-write at their own paths (recreated inside a
-//                hidden path when they live under one)
-// Each job then gets its own mount namespace on top (job_filesystem()).
+//                hidden path when they live under one); as root, the
+//                idmapped mounts of user_namespace.hpp instead of binds
+//   read paths   bound read-only where a hidden path covers them (hidden
+//                paths inside a read path are covered again)
+// Each job then gets its own mount namespace on top (build_job_filesystem).
 //
 // Contract: called after enter_user_namespace() and unshare(CLONE_NEWNS), in a
 // single-threaded process; paths in the spec are absolute.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/unique_fd.hpp"
 
 namespace loopr::runner {
 
 struct LaneFilesystemSpec {
-  std::vector<std::string> writable_roots;
-  std::vector<std::string> hidden_paths;  // missing paths are skipped
+  std::vector<std::string> writable_roots;  // canonical (contain() resolves them)
+  std::vector<std::string> read_paths;      // readable by jobs, read-only; missing ones skipped
+  std::vector<std::string> hidden_paths;    // missing paths are skipped
   std::uint64_t tmp_size_mb = 256;
 };
 
-Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec);
+// `root_mounts`: detached mounts to attach at the writable roots (by
+// canonical path) instead of binding them; every one is consumed. Empty
+// outside root (see user_namespace.hpp).
+Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
+                                   std::map<std::string, UniqueFd> root_mounts = {});
 
-// Per job, in the job's own mount and PID namespaces: a fresh read-only /proc
-// that shows only the job's processes; the worktree on a mount of its own,
-// with every other writable root (canonical paths) made read-only; and the
-// worktree's .git (if any) bound read-only so nothing a job writes there is
-// run by the daemon's git later.
-Result<void> build_job_filesystem(const std::string& worktree,
-                                  const std::vector<std::string>& writable_roots);
+// Per job, in the job's own mount and PID namespaces (Linux >= 5.2 for
+// open_tree/move_mount, 5.6 for openat2):
+//   /proc        fresh and read-only: only the job's processes
+//   each writable root covered by an empty read-only tmpfs, with only these
+//                put back at their own paths: the job's worktree (its own
+//                mount, read-write), the configured read paths under the
+//                root (read-only) and, for a linked worktree, the main
+//                repository's git folder (read-only, linked_git_dir.hpp) —
+//                other worktrees are neither readable nor listed
+//   worktree/.git bound read-only, so nothing a job writes there is run by
+//                the daemon's git later
+// `worktree` is canonical and beneath a writable root (LaneRunner checks).
+Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesystemSpec& spec);
 
 }  // namespace loopr::runner

@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
                  "path of the loopr-fetch binary (web_fetch; default: next to --tool)");
   app.add_option("--root", spec.filesystem.writable_roots, "writable worktree root (repeatable)");
   app.add_option("--hide", extra_hidden, "another path to hide from jobs (repeatable)");
+  app.add_option("--read-path", spec.filesystem.read_paths,
+                 "a folder or file jobs may read, even under a hidden path or a root (repeatable)");
   app.add_option("--slots", options.slots, "jobs run at once")->check(CLI::Range(1, 256));
   app.add_flag("--network", spec.network,
                "network through looprd's egress proxy (net and heavy lanes; needs --egress-fd)");

@@ -19,6 +19,7 @@
 
 #include "store/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
+#include "tests/support/http_test_server.hpp"
 
 namespace loopr::test {
 namespace {
@@ -323,7 +324,9 @@ class LoopbackListener {
   int count_ = 0;
 };
 
-TEST_F(Daemon, TheNoNetLaneHasNoNetworkAndTheNetLaneHas) {
+// The net lane's only way out is the egress proxy (DaemonEgress below): a
+// raw connection to the host's loopback lands on the lane's own.
+TEST_F(Daemon, TheNoNetLaneHasNoNetworkAndTheNetLaneReachesNoHostPortDirectly) {
   LoopbackListener listener;
   const std::string command =
       "bash -c 'echo hi > /dev/tcp/127.0.0.1/" + std::to_string(listener.port()) + "'";
@@ -336,8 +339,10 @@ TEST_F(Daemon, TheNoNetLaneHasNoNetworkAndTheNetLaneHas) {
   auto networked = daemon_.tool("run_command", {{"command", command}});
   ASSERT_EQ(networked["ok"], true) << networked.dump();
   EXPECT_EQ(networked["lane"], "net");
-  EXPECT_EQ(networked["output"]["exit_code"], 0) << networked.dump();
-  EXPECT_EQ(listener.accepted(), 1);
+  EXPECT_NE(networked["output"]["stderr"].get<std::string>().find("Connection refused"),
+            std::string::npos)
+      << networked.dump();
+  EXPECT_EQ(listener.accepted(), 0);
 }
 
 TEST_F(Daemon, JobsCannotReachTheControlSocket) {
@@ -776,6 +781,81 @@ TEST(DaemonRunnerLink, ARunnerThatNeverHandshakesIsReplaced) {
   }
   EXPECT_NE(daemon.log().find("sent no handshake"), std::string::npos) << daemon.log();
   EXPECT_EQ(daemon.call("ping")["pong"], true);
+}
+
+// ---- egress: the net lane's network goes through looprd's proxy ------------
+
+TEST(DaemonEgress, NetLaneCommandsReachAnAllowedTargetAndAreRefusedOnLoopbackWithEvents) {
+  HttpTestServer allowed("127.0.0.2");
+  allowed.route("/", {200, "text/plain", "reached through looprd's proxy\n", ""});
+  HttpTestServer host_only;  // stands for a developer's service on the host's loopback
+  host_only.route("/", {200, "text/plain", "host secret", ""});
+  DaemonOptions options;
+  options.extra_toml = "[egress]\nallowed_networks = [\"127.0.0.2/32\"]\n";
+  DaemonHarness daemon(options);
+  daemon.start();
+  auto watcher = daemon.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"net.connect"}}}));
+
+  const json reached = daemon.tool(
+      "run_command", {{"command", "curl -sS --noproxy '' " + allowed.base_url() + "/"}});
+  EXPECT_EQ(reached["output"]["stdout"], "reached through looprd's proxy\n") << reached.dump();
+  const json refused = daemon.tool(
+      "run_command", {{"command", "curl -sS --noproxy '' " + host_only.base_url() + "/"}});
+  EXPECT_NE(refused["output"]["stdout"].get<std::string>().find(
+                "loopr's egress proxy refused 127.0.0.1:" + std::to_string(host_only.port()) +
+                " (lane net): 127.0.0.1 is loopback"),
+            std::string::npos)
+      << refused.dump();
+  const json fetched = daemon.tool("web_fetch", {{"url", host_only.base_url() + "/"}});
+  EXPECT_EQ(fetched["error"]["code"], "sandbox_denied") << fetched.dump();
+  EXPECT_NE(fetched["error"]["message"].get<std::string>().find("loopr's egress proxy refused"),
+            std::string::npos)
+      << fetched.dump();
+  EXPECT_EQ(host_only.connections(), 0);
+
+  // One net.connect per connection, naming its call.
+  std::vector<json> events;
+  while (events.size() < 3) {
+    auto event = watcher.next_event(30s);
+    ASSERT_TRUE(event && *event) << "missing net.connect events";
+    events.push_back((**event).data);
+  }
+  EXPECT_EQ(events[0]["allowed"], true) << events[0].dump();
+  EXPECT_EQ(events[0]["rule"], "allowed");
+  EXPECT_EQ(events[0]["lane"], "net");
+  EXPECT_EQ(events[0]["address"], "127.0.0.2");
+  EXPECT_EQ(events[0]["call_id"], reached["call_id"]) << events[0].dump();
+  EXPECT_GT(events[0]["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(events[1]["allowed"], false);
+  EXPECT_EQ(events[1]["rule"], "loopback");
+  EXPECT_EQ(events[1]["call_id"], refused["call_id"]);
+  EXPECT_EQ(events[2]["rule"], "loopback");
+  EXPECT_EQ(events[2]["call_id"], fetched["call_id"]);
+
+  const json metrics = daemon.call("metrics.get");
+  ASSERT_EQ(metrics["egress"].size(), 1u) << metrics.dump();
+  EXPECT_EQ(metrics["egress"][0]["lane"], "net");
+  EXPECT_EQ(metrics["egress"][0]["allowed"], 1);
+  EXPECT_EQ(metrics["egress"][0]["refused"], 2);
+  EXPECT_EQ(metrics["egress"][0]["refused_by"]["loopback"], 2);
+}
+
+TEST(DaemonEgress, WebFetchsOwnAllowedNetworksApplyToItsCallsOnly) {
+  HttpTestServer server("127.0.0.2");
+  server.route("/", {200, "text/plain", "for web_fetch only", ""});
+  DaemonOptions options;
+  options.extra_toml = "[web_fetch]\nallowed_networks = [\"127.0.0.2/32\"]\n";
+  DaemonHarness daemon(options);
+  daemon.start();
+  const json fetched = daemon.tool("web_fetch", {{"url", server.base_url() + "/"}});
+  EXPECT_EQ(fetched["output"]["content"], "for web_fetch only") << fetched.dump();
+  const json command =
+      daemon.tool("run_command", {{"command", "curl -sS --noproxy '' " + server.base_url() + "/"}});
+  EXPECT_NE(command["output"]["stdout"].get<std::string>().find("127.0.0.2 is loopback"),
+            std::string::npos)
+      << command.dump();
+  EXPECT_EQ(server.connections(), 1);
 }
 
 }  // namespace

@@ -224,6 +224,19 @@ TEST(EgressProxy, BadRequestsAndUnreachableTargetsGetTheirOwnAnswers) {
   EXPECT_EQ(seen[2].rule, "bad_request");
 }
 
+TEST(EgressProxy, ACallsOwnAllowanceOpensItsConnectionsOnly) {
+  HttpTestServer server;
+  server.route("/", {200, "text/plain", "for one call", ""});
+  ProxyFixture fixture({});
+  fixture.proxy().attribute("abc123", "call-1", {NetworkRange::parse("127.0.0.1/32").value()});
+  const std::string request = "GET " + server.base_url() + "/ HTTP/1.1\r\n";
+  const std::string with_token = fixture.exchange(request + kToken + "\r\n");
+  EXPECT_NE(with_token.find("for one call"), std::string::npos) << with_token;
+  const std::string without = fixture.exchange(request + "\r\n");
+  EXPECT_EQ(without.rfind("HTTP/1.1 403", 0), 0u) << without;
+  EXPECT_EQ(server.connections(), 1);
+}
+
 TEST(EgressProxy, StopClosesTheListener) {
   ProxyFixture fixture({});
   fixture.stop();

@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -24,6 +25,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -210,16 +212,35 @@ int connect_path(const char* path) {
                 ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address));
 }
 
+// Attacks on one path or id (classes 23, 24): open_read PATH, stat PATH,
+// chown PATH UID, setresuid UID.
+int path_attack(const std::string& attack, const char* argument, const char* id) {
+  if (attack == "open_read") return report("open_read", ::open(argument, O_RDONLY | O_CLOEXEC));
+  if (attack == "stat") {
+    struct stat st {};
+    return report("stat", ::stat(argument, &st));
+  }
+  const auto number = static_cast<unsigned>(std::strtoul(id ? id : argument, nullptr, 10));
+  if (attack == "chown") return report("chown", ::chown(argument, number, number));
+  return report("setresuid", ::setresuid(number, number, number));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "connect_abstract") return connect_abstract(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "connect_path") return connect_path(argv[2]);
+  for (const char* attack : {"open_read", "stat", "setresuid"}) {
+    if (argc == 3 && argv[1] == std::string(attack)) return path_attack(attack, argv[2], nullptr);
+  }
+  if (argc == 4 && std::string(argv[1]) == "chown") return path_attack("chown", argv[2], argv[3]);
   if (argc != 2 || !attacks().count(argv[1])) {
     std::fprintf(stderr, "usage: loopr-attack-probe ATTACK\nattacks:");
     for (const auto& [name, _] : attacks())
       std::fprintf(stderr, " %s", name.c_str());
-    std::fprintf(stderr, " connect_abstract NAME, connect_path PATH\n");
+    std::fprintf(stderr,
+                 " connect_abstract NAME, connect_path PATH, open_read PATH, stat PATH, "
+                 "chown PATH UID, setresuid UID\n");
     return 2;
   }
   return attacks().at(argv[1])(argv[1]);

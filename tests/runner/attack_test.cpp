@@ -128,9 +128,10 @@ TEST(Attack01WriteOutsideWorktree, AnotherWorktreeUnderTheSameRootIsNotWritable)
       runner.shell("echo mine > ../other-loop/notes.txt; echo r1=$?; touch ../planted; echo r2=$?");
   EXPECT_NE(out["stdout"].get<std::string>().find("r1=2"), std::string::npos) << text(out);
   EXPECT_NE(out["stdout"].get<std::string>().find("r2=1"), std::string::npos) << text(out);
-  // Read-only by mount in the job's namespace (Landlock would refuse it too,
-  // except for roots under /tmp, which its /tmp rule covers).
-  EXPECT_NE(text(out).find("../other-loop/notes.txt: Read-only file system"), std::string::npos)
+  // The other worktree is not there at all in the job's view (class 23);
+  // the root around the job's worktree is an empty read-only tmpfs.
+  EXPECT_NE(text(out).find("cannot create ../other-loop/notes.txt: Directory nonexistent"),
+            std::string::npos)
       << text(out);
   EXPECT_NE(text(out).find("'../planted': Read-only file system"), std::string::npos) << text(out);
   EXPECT_EQ(runner.tree().read("other-loop/notes.txt"), "theirs\n");
@@ -240,6 +241,11 @@ TEST(Attack04GitMetadata, AGitFileOfALinkedWorktreeAndWhatItPointsToAreReadOnly)
   runner.tree().mkdir("repo/.git/hooks");
   const std::string gitdir = runner.tree().path("repo/.git/worktrees/wt");
   runner.tree().write("wt/.git", "gitdir: " + gitdir + "\n");
+  // ...and names the worktree's .git back, which is what lets the runner
+  // show the job that repository's git folder (read-only) and nothing else
+  // of the root (class 23).
+  runner.tree().write("repo/.git/worktrees/wt/gitdir", runner.worktree() + "/.git\n");
+  runner.tree().write("repo/.git/worktrees/wt/commondir", "../..\n");
   const auto out = runner.shell(
       "echo 'gitdir: /tmp/evil' > .git; echo r1=$?; mv .git moved; echo r2=$?; "
       "echo '[core] fsmonitor = x' >> " +
@@ -271,19 +277,32 @@ TEST(Attack04GitMetadata, FileToolsRefuseGitPaths) {
 
 // 5. Hard links to files outside the worktree.
 TEST(Attack05HardLinks, CannotLinkFilesFromOutside) {
-  RunnerHarness runner;
+  // A configured read path inside a hidden home: visible, on another mount.
+  OutsideTmpFolder home;
+  std::filesystem::create_directory(home.path() + "/notes");
+  home.write("notes/outside.txt", "readable\n");
+  RunnerOptions options;
+  options.env["HOME"] = home.path();
+  options.extra_args = {"--read-path", home.path() + "/notes"};
+  RunnerHarness runner(options);
   runner.tree().write("outside.txt", "secret\n");
   runner.tree().write("wt/.git/config", "[core]\n");
   const auto out = runner.shell(
       "ln /etc/hostname h1; echo r1=$?; ln ../outside.txt h2; echo r2=$?; "
-      "echo x > /tmp/t; ln /tmp/t h3; echo r3=$?; ln .git/config h4; echo r4=$?");
+      "echo x > /tmp/t; ln /tmp/t h3; echo r3=$?; ln .git/config h4; echo r4=$?; ln " +
+      home.path() + "/notes/outside.txt h5; echo r5=$?");
   EXPECT_EQ(out["stdout"].get<std::string>().find("=0"), std::string::npos) << text(out);
-  for (const char* link : {"'h1' => '/etc/hostname'", "'h2' => '../outside.txt'",
-                           "'h3' => '/tmp/t'", "'h4' => '.git/config'"}) {
-    EXPECT_NE(text(out).find(std::string(link) + ": Invalid cross-device link"), std::string::npos)
+  for (const std::string& link : std::vector<std::string>{
+           "'h1' => '/etc/hostname'", "'h3' => '/tmp/t'", "'h4' => '.git/config'",
+           "'h5' => '" + home.path() + "/notes/outside.txt'"}) {
+    EXPECT_NE(text(out).find(link + ": Invalid cross-device link"), std::string::npos)
         << link << " in " << text(out);
   }
-  for (const char* name : {"wt/h1", "wt/h2", "wt/h3", "wt/h4"}) {
+  // The worktree's parent shows nothing to link (class 23).
+  EXPECT_NE(text(out).find("failed to access '../outside.txt': No such file or directory"),
+            std::string::npos)
+      << text(out);
+  for (const char* name : {"wt/h1", "wt/h2", "wt/h3", "wt/h4", "wt/h5"}) {
     EXPECT_FALSE(runner.tree().exists(name)) << name;
   }
 }
@@ -855,6 +874,198 @@ TEST(Attack19FailClosed, SandboxOffMustBeAskedForAndIsLoud) {
   // Jobs run, unisolated: the host's network is there, and LOOPR_NETWORK says so.
   const auto out = runner.shell("echo $LOOPR_NETWORK");
   EXPECT_EQ(out["stdout"], "on\n") << text(out);
+}
+
+// 23. Other worktrees under the same roots: neither readable nor listed.
+std::vector<RunnerOptions> every_lane() {
+  RunnerOptions heavy = net_lane();
+  heavy.lane = "heavy";
+  heavy.stream_output = true;
+  return {RunnerOptions{}, net_lane(), heavy};
+}
+
+// Another loop's worktree beside the job's, under the same root.
+std::string plant_other_worktree(RunnerHarness& runner) {
+  runner.tree().write("other-loop/secret.txt", "their secret\n");
+  runner.tree().write("other-loop/src/deep.txt", "their secret too\n");
+  return runner.tree().path("other-loop");
+}
+
+std::string error_code(const proto::JobResult& result) {
+  const auto parsed = json::parse(result.output, nullptr, false);
+  return parsed.is_discarded() ? "" : parsed["error"].value("code", "");
+}
+
+TEST(Attack23PrivateWorktrees, NoFileToolReachesAnotherWorktreeInAnyLane) {
+  for (const RunnerOptions& options : every_lane()) {
+    SCOPED_TRACE(options.lane);
+    RunnerHarness runner(options);
+    const std::string other = plant_other_worktree(runner);
+    const std::vector<std::pair<std::string, json>> calls = {
+        {"read_file", {{"path", other + "/secret.txt"}}},
+        {"read_file", {{"path", "../other-loop/secret.txt"}}},
+        {"list_directory", {{"path", other}}},
+        {"list_directory", {{"path", ".."}}},
+        {"list_directory", {{"path", runner.tree().root()}, {"recursive", true}}},
+        {"glob", {{"pattern", "**/*.txt"}, {"path", other}}},
+        {"glob", {{"pattern", "**/secret.txt"}, {"path", ".."}}},
+        {"grep", {{"pattern", "secret"}, {"path", other}}},
+        {"grep", {{"pattern", "secret"}, {"path", runner.tree().root()}}},
+        {"write_file", {{"path", other + "/secret.txt"}, {"content", "mine\n"}}},
+        {"edit_file",
+         {{"path", other + "/secret.txt"}, {"old_string", "their"}, {"new_string", "my"}}},
+        {"file_delete", {{"path", other + "/secret.txt"}}}};
+    for (const auto& [tool, args] : calls) {
+      const auto result = runner.run(tool, args);
+      EXPECT_EQ(result.status, JobStatus::failed) << tool << " " << args.dump();
+      EXPECT_EQ(error_code(result), "path_outside_worktree")
+          << tool << " " << args.dump() << ": " << result.output;
+      EXPECT_EQ(result.output.find("their secret"), std::string::npos) << result.output;
+    }
+    // A glob whose pattern climbs out finds nothing, and names nothing.
+    const auto climbing = runner.run("glob", {{"pattern", "../other-loop/*"}});
+    EXPECT_EQ(climbing.output.find("secret.txt"), std::string::npos) << climbing.output;
+    EXPECT_EQ(runner.tree().read("other-loop/secret.txt"), "their secret\n");
+  }
+}
+
+TEST(Attack23PrivateWorktrees, RunCommandNeitherReadsNorListsAnotherWorktreeInAnyLane) {
+  for (const RunnerOptions& options : every_lane()) {
+    SCOPED_TRACE(options.lane);
+    RunnerHarness runner(options);
+    const std::string other = plant_other_worktree(runner);
+    const std::string& root = runner.tree().root();
+    const auto out = runner.shell(
+        "cat " + other + "/secret.txt; echo r1=$?; stat " + other + "; echo r2=$?; ls " + other +
+        "; echo r3=$?; cat ../other-loop/src/deep.txt; echo r4=$?; echo listing; ls -A " + root +
+        "; find " + root + " -name '*.txt' | wc -l; grep -rs secret " + root +
+        "; echo r5=$?; cd .. && ls -A");
+    const std::string stdout_text = out["stdout"];
+    for (const char* step : {"r1=1", "r2=1", "r3=2", "r4=1", "r5=1"}) {
+      EXPECT_NE(stdout_text.find(step), std::string::npos) << step << ": " << text(out);
+    }
+    EXPECT_NE(text(out).find("cat: " + other + "/secret.txt: No such file or directory"),
+              std::string::npos)
+        << text(out);
+    EXPECT_NE(text(out).find("stat: cannot statx '" + other + "': No such file or directory"),
+              std::string::npos)
+        << text(out);
+    EXPECT_NE(text(out).find("ls: cannot access '" + other + "': No such file or directory"),
+              std::string::npos)
+        << text(out);
+    // The root lists the job's own worktree only (twice: ls of the root, and
+    // of ..); find counts no file of the other worktree; grep finds nothing.
+    EXPECT_NE(stdout_text.find("listing\nwt\n0\nr5="), std::string::npos) << text(out);
+    EXPECT_TRUE(stdout_text.ends_with("\nwt\n")) << text(out);
+    EXPECT_EQ(text(out).find("their secret"), std::string::npos) << text(out);
+    EXPECT_EQ(runner.probe("open_read " + other + "/secret.txt"), "open_read: errno ENOENT");
+    EXPECT_EQ(runner.probe("stat " + other), "stat: errno ENOENT");
+  }
+}
+
+TEST(Attack23PrivateWorktrees, TheOwnWorktreeAndConfiguredReadPathsStayReadable) {
+  // Read paths under the root (kept per job) and inside a hidden home
+  // (kept by the lane): readable, read-only; the rest of both stays out.
+  OutsideTmpFolder home;
+  std::filesystem::create_directories(home.path() + "/notes");
+  home.write("notes/todo.txt", "home notes\n");
+  home.write("private.txt", "hidden\n");
+  TempTree shared;  // a second root with a read path of its own
+  shared.write("docs/guide.txt", "shared guide\n");
+  shared.write("another-loop/secret.txt", "their secret\n");
+  for (const RunnerOptions& lane : every_lane()) {
+    SCOPED_TRACE(lane.lane);
+    RunnerOptions options = lane;
+    options.env["HOME"] = home.path();
+    options.extra_args = {
+        "--root",      shared.root(),          "--read-path", shared.path("docs"),
+        "--read-path", home.path() + "/notes", "--read-path", "/nonexistent/loopr-read-path"};
+    RunnerHarness runner(options);
+    runner.tree().write("wt/mine.txt", "my own\n");
+    const auto out =
+        runner.shell("cat mine.txt " + shared.path("docs/guide.txt") + " " + home.path() +
+                     "/notes/todo.txt; echo edited > mine.txt; cat mine.txt; ls -A " +
+                     shared.root() + "; echo x >> " + shared.path("docs/guide.txt") +
+                     "; echo r1=$?; cat " + shared.path("another-loop/secret.txt") +
+                     "; echo r2=$?; cat " + home.path() + "/private.txt; echo r3=$?");
+    const std::string stdout_text = out["stdout"];
+    EXPECT_EQ(
+        stdout_text.rfind("my own\nshared guide\nhome notes\nedited\ndocs\nr1=2\nr2=1\nr3=1\n", 0),
+        0u)
+        << text(out);
+    EXPECT_NE(text(out).find(shared.path("docs/guide.txt") + ": Read-only file system"),
+              std::string::npos)
+        << text(out);
+    EXPECT_NE(
+        text(out).find(shared.path("another-loop/secret.txt") + ": No such file or directory"),
+        std::string::npos)
+        << text(out);
+    EXPECT_NE(text(out).find(home.path() + "/private.txt: No such file or directory"),
+              std::string::npos)
+        << text(out);
+    EXPECT_EQ(runner.tree().read("wt/mine.txt"), "edited\n");
+    EXPECT_EQ(shared.read("docs/guide.txt"), "shared guide\n");
+  }
+}
+
+// Runs `command` in a job whose worktree is `worktree` (not the harness's).
+json shell_in(RunnerHarness& runner, const std::string& worktree, const std::string& command) {
+  auto job = runner.job("in-" + std::to_string(std::hash<std::string>{}(command)), "run_command",
+                        {{"command", command}});
+  job.worktree = job.cwd = worktree;
+  runner.send(job);
+  const auto result = runner.receive_a<proto::JobResult>();
+  if (!result) return json();
+  EXPECT_EQ(result->status, JobStatus::success) << (result->error ? *result->error : "");
+  return json::parse(result->output, nullptr, false);
+}
+
+void git(const std::string& args) {
+  const std::string command = "git " + args + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+TEST(Attack23PrivateWorktrees, GitWorksInALinkedWorktreeWhoseRepositoryIsUnderTheRoot) {
+  RunnerHarness runner;
+  plant_other_worktree(runner);
+  const std::string repo = runner.tree().path("repo");
+  runner.tree().write("repo/README", "the main checkout\n");
+  git("-C " + repo + " init -q -b main");
+  git("-C " + repo + " -c user.name=t -c user.email=t@t add README");
+  git("-C " + repo + " -c user.name=t -c user.email=t@t commit -q -m first");
+  git("-C " + repo + " worktree add -q -b loop/1 " + runner.tree().path("linked"));
+  const std::string linked = runner.tree().path("linked");
+  const auto out = shell_in(runner, linked,
+                            "echo change >> README; git status --porcelain; git log --format=%s; "
+                            "ls -A ..; cat ../repo/README; echo r1=$?; ls ../repo/.git/objects | "
+                            "grep -c .; echo x > ../repo/.git/planted; echo r2=$?");
+  const std::string stdout_text = out.value("stdout", "");
+  // git reads the repository's git folder; the main checkout's files and
+  // the other worktree stay out of sight, and the git folder is read-only.
+  EXPECT_EQ(stdout_text.rfind(" M README\nfirst\nlinked\nrepo\nr1=1\n", 0), 0u) << text(out);
+  EXPECT_NE(text(out).find("../repo/README: No such file or directory"), std::string::npos)
+      << text(out);
+  EXPECT_NE(text(out).find("../repo/.git/planted: Read-only file system"), std::string::npos)
+      << text(out);
+  EXPECT_NE(stdout_text.find("r2=2"), std::string::npos) << text(out);
+  EXPECT_FALSE(runner.tree().exists("repo/.git/planted"));
+}
+
+TEST(Attack23PrivateWorktrees, AForgedGitFileDoesNotBringAnotherRepositoryBack) {
+  RunnerHarness runner;
+  // Another loop's repository, with a linked worktree that is not this one.
+  runner.tree().write("victim/.git/worktrees/x/gitdir", runner.tree().path("victim-x/.git") + "\n");
+  runner.tree().write("victim/.git/worktrees/x/commondir", "../..\n");
+  runner.tree().write("victim/.git/secret", "their objects\n");
+  const std::string forged_admin = runner.tree().path("victim/.git/worktrees/x");
+  // A job plants a .git file naming it (the harness's worktree has none).
+  const auto plant = runner.shell("echo 'gitdir: " + forged_admin + "' > .git; echo r=$?");
+  EXPECT_NE(plant["stdout"].get<std::string>().find("r=0"), std::string::npos) << text(plant);
+  const auto out = runner.shell("cat " + runner.tree().path("victim/.git/secret") +
+                                "; echo r1=$?; ls " + runner.tree().root());
+  EXPECT_NE(out["stdout"].get<std::string>().find("r1=1\nwt\n"), std::string::npos) << text(out);
+  EXPECT_NE(text(out).find("victim/.git/secret: No such file or directory"), std::string::npos)
+      << text(out);
 }
 
 }  // namespace
