@@ -1,6 +1,11 @@
 #include "client/metrics_view.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "client/commands.hpp"
 #include "client/text_format.hpp"
@@ -24,6 +29,24 @@ TextTable lane_table(const json& lanes) {
                    cell(lane, "last_error")});
   }
   return table;
+}
+
+// "loopback 2, private 1": what refused a lane's connections, most first.
+std::string refusals(const json& by_rule) {
+  if (!by_rule.is_object() || by_rule.empty()) return "-";
+  std::vector<std::pair<std::uint64_t, std::string>> counted;
+  for (const auto& [rule, count] : by_rule.items()) {
+    counted.emplace_back(count.is_number_unsigned() ? count.get<std::uint64_t>() : 0, rule);
+  }
+  std::sort(counted.begin(), counted.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  std::string text;
+  for (const auto& [count, rule] : counted) {
+    if (!text.empty()) text += ", ";
+    text += rule + " " + std::to_string(count);
+  }
+  return text;
 }
 
 }  // namespace
@@ -67,6 +90,19 @@ Result<void> print_metrics(const json& metrics, std::ostream& out) {
     out << "no lanes reported\n";
   } else {
     lane_table(*lanes).print(out);
+  }
+  // Connections through the lanes' egress proxy (older daemons: no key).
+  auto egress = objects_in(metrics, "egress", "metrics.get", false);
+  if (!egress) return std::move(egress).error();
+  if (!egress->empty()) {
+    out << '\n';
+    TextTable table({"NETWORK", "ALLOWED", "REFUSED", "BYTES", "REFUSED BY"});
+    for (const json& lane : *egress) {
+      table.add_row({cell(lane, "lane"), cell(lane, "allowed"), cell(lane, "refused"),
+                     format_bytes(member_or_null(lane, "bytes")),
+                     refusals(member_or_null(lane, "refused_by"))});
+    }
+    table.print(out);
   }
   return {};
 }

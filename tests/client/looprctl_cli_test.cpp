@@ -390,6 +390,30 @@ TEST_F(LooprctlTest, MetricsPrintsCallsAndLanes) {
   EXPECT_TRUE(lane_row) << run.out;
 }
 
+TEST_F(LooprctlTest, MetricsPrintsTheEgressProxysConnectionsPerLane) {
+  json metrics = kMetrics;
+  metrics["egress"] = {{{"lane", "net"},
+                        {"allowed", 3},
+                        {"refused", 4},
+                        {"bytes", 2048},
+                        {"refused_by", {{"private", 1}, {"loopback", 3}}}}};
+  fake_.answer("metrics.get", metrics);
+  const CtlRun run = ctl({"metrics"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  bool header = false;
+  bool row = false;
+  for (const auto& line : lines_of(run.out)) {
+    header |= contains(line, "NETWORK") && contains(line, "REFUSED BY");
+    row |= contains(line, "net") && contains(line, " 3 ") && contains(line, "2.0 KiB") &&
+           contains(line, "loopback 3, private 1");
+  }
+  EXPECT_TRUE(header) << run.out;
+  EXPECT_TRUE(row) << run.out;
+  // A daemon that reports no egress prints no such table.
+  fake_.answer("metrics.get", kMetrics);
+  EXPECT_FALSE(contains(ctl({"metrics"}).out, "NETWORK"));
+}
+
 TEST_F(LooprctlTest, MetricsWithJsonPrintsTheResult) {
   fake_.answer("metrics.get", kMetrics);
   const CtlRun run = ctl({"--json", "metrics"});
