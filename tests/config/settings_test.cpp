@@ -143,6 +143,23 @@ TEST(SettingsWebFetch, AllowedNetworksAreReadAndNoneByDefault) {
   EXPECT_EQ(s.web_fetch.allowed_networks, (std::vector<std::string>{"10.20.0.0/16", "fd00::/8"}));
 }
 
+TEST(SettingsEgress, NetworksPortAndPerLaneDomainListsAreRead) {
+  const EgressSettings d = Settings::defaults().egress;
+  EXPECT_TRUE(d.allowed_networks.empty());
+  EXPECT_EQ(d.port, 3128);
+  EXPECT_TRUE(d.lanes.empty());
+  const Settings s = merged(
+      "[egress]\nallowed_networks = [\"10.20.0.0/16\"]\nport = 8118\n"
+      "[egress.lanes.net]\nallow_domains = [\"github.com\", \"*.github.com\"]\n"
+      "deny_domains = [\"gist.github.com\"]\n[egress.lanes.heavy]\ndeny_domains = []\n");
+  EXPECT_EQ(s.egress.allowed_networks, (std::vector<std::string>{"10.20.0.0/16"}));
+  EXPECT_EQ(s.egress.port, 8118);
+  EXPECT_EQ(s.egress.lanes.at("net").allow_domains,
+            (std::vector<std::string>{"github.com", "*.github.com"}));
+  EXPECT_EQ(s.egress.lanes.at("net").deny_domains, (std::vector<std::string>{"gist.github.com"}));
+  EXPECT_TRUE(s.egress.lanes.at("heavy").deny_domains.empty());
+}
+
 TEST(SettingsWebSearch, NoProviderByDefaultAndEveryKindHasItsDefaults) {
   const WebSearchSettings d = Settings::defaults().web_search;
   EXPECT_EQ(d.provider, "");
@@ -208,6 +225,16 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
        "loopr.toml:2: web_fetch.allowed_networks:", "not an IP address or CIDR range"},
       {"[web_fetch]\nallowed_hosts = [\"x\"]\n",
        "loopr.toml:2: web_fetch.allowed_hosts:", "unknown key"},
+      {"[egress]\nallowed_networks = [\"169.254.0.0/8\"]\n",
+       "loopr.toml:2: egress.allowed_networks:", "did you mean"},
+      {"[egress]\nport = 0\n", "loopr.toml:2: egress.port:", "TCP port"},
+      {"[egress]\nproxy = \"x\"\n", "loopr.toml:2: egress.proxy:", "unknown key"},
+      {"[egress.lanes.no-net]\nallow_domains = []\n",
+       "loopr.toml:1: egress.lanes.no-net:", "only the lanes with network"},
+      {"[egress.lanes.net]\nallow_domains = [\"https://github.com\"]\n",
+       "loopr.toml:2: egress.lanes.net.allow_domains:", "not a host name"},
+      {"[egress.lanes.net]\nallow = [\"x\"]\n",
+       "loopr.toml:2: egress.lanes.net.allow:", "unknown key"},
       {"[web_search]\nprovider = \"bing\"\n",
        "loopr.toml:2: web_search.provider:", "brave, google, serper, searxng"},
       {"[web_search]\nkey = \"x\"\n", "loopr.toml:2: web_search.key:", "unknown key"},
