@@ -108,6 +108,33 @@ std::string basic_password(std::string_view credentials) {
   return colon == std::string::npos ? std::string() : text.substr(colon + 1);
 }
 
+// RFC 9110 §5.6.2: a field name (and a method) is a token.
+bool is_token(std::string_view text) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           kSpecials.find(c) != std::string_view::npos;
+  });
+}
+
+// No control characters but HTAB (RFC 9110 §5.5): a bare CR, LF or NUL in a
+// forwarded field would let a job smuggle a header or a request past the
+// proxy's reading of it.
+bool is_field_value(std::string_view text) {
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t') || byte == 0x7f;
+  });
+}
+
+// A request target: visible ASCII only (RFC 9112 §3.2).
+bool is_target(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte > 0x20 && byte < 0x7f;
+  });
+}
+
 bool is_proxy_header(std::string_view name) {
   for (std::string_view hop :
        {"proxy-authorization", "proxy-connection", "connection", "keep-alive"}) {
@@ -141,6 +168,8 @@ Result<ProxyRequest> parse_proxy_request(std::string_view head) {
       })) {
     return bad("'" + std::string(method.substr(0, 20)) + "' is not a method");
   }
+
+  if (!is_target(target)) return bad("the request target has spaces or control characters");
 
   ProxyRequest request;
   std::string origin_target;
@@ -182,6 +211,10 @@ Result<ProxyRequest> parse_proxy_request(std::string_view head) {
       return bad("'" + std::string(field.substr(0, 200)) + "' is not a header field");
     }
     const std::string_view name = field.substr(0, colon);
+    if (!is_token(name) || !is_field_value(field.substr(colon + 1))) {
+      return bad("header field '" + std::string(field.substr(0, 60)) +
+                 "' has characters a header cannot have");
+    }
     if (iequals(name, "proxy-authorization"))
       request.token = basic_password(field.substr(colon + 1));
     if (request.tunnel || is_proxy_header(name)) continue;

@@ -46,7 +46,7 @@ TEST(ProxyRequest, PlainHttpIsForwardedInOriginFormWithoutTheProxysHeaders) {
 
 TEST(ProxyRequest, WhatIsNotAProxyRequestIsRefusedWithWhatToSendInstead) {
   const struct {
-    const char* head;
+    std::string head;
     const char* says;
   } cases[] = {
       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "not an absolute http:// URL"},
@@ -56,12 +56,18 @@ TEST(ProxyRequest, WhatIsNotAProxyRequestIsRefusedWithWhatToSendInstead) {
       {"CONNECT example.com:65536 HTTP/1.1\r\n\r\n", "is not a port"},
       {"CONNECT ::1:22 HTTP/1.1\r\n\r\n", "must be in brackets"},
       {"GET http://user@example.com/ HTTP/1.1\r\n\r\n", "user names"},
-      {"GET http://exa mple.com/ HTTP/1.1\r\n\r\n", "not a host name"},
+      {"GET http://exa mple.com/ HTTP/1.1\r\n\r\n", "spaces or control characters"},
       {"GET http://example.com/ HTTP/2\r\n\r\n", "HTTP/1.0 or HTTP/1.1"},
       {"get http://example.com/ HTTP/1.1\r\n\r\n", "not a method"},
       {"GET http://example.com/ HTTP/1.1\r\nno colon here\r\n\r\n", "not a header field"},
       {"GET http://example.com/ HTTP/1.1\r\n", "blank line"},
-      {"GET http://ex\x01mple.com/ HTTP/1.1\r\n\r\n", "not a host name"},
+      {"GET http://ex\x01mple.com/ HTTP/1.1\r\n\r\n", "control characters"},
+      // Found by fuzz_proxy_request: a bare LF or NUL inside a field would
+      // have been forwarded, smuggling a header past the proxy.
+      {"GET http://a/ HTTP/1.1\r\nX-A: 1\nProxy-Authorization: x\r\n\r\n", "cannot have"},
+      {std::string("GET http://a/ HTTP/1.1\r\nX-A: 1\r\0B: 2\r\n\r\n", 40), "cannot have"},
+      {"GET http://a/ HTTP/1.1\r\nBad Name: 1\r\n\r\n", "cannot have"},
+      {"GET http://a/ b HTTP/1.1\r\n\r\n", "spaces or control characters"},
   };
   for (const auto& c : cases) {
     const auto request = parse_proxy_request(c.head);
