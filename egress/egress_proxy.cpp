@@ -190,10 +190,26 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
   }
 
   arm(deadline, state->options.connect_timeout, client, upstream);
-  tcp::resolver resolver(executor);
-  const auto found = co_await resolver.async_resolve(request->host, std::to_string(request->port),
-                                                     tcp::resolver::numeric_service,
-                                                     redirect_error(use_awaitable, ec));
+  // The one lookup of this connection: what it returns is judged, and the
+  // address judged is the one connected to.
+  std::vector<tcp::endpoint> found;
+  if (state->options.resolve) {
+    auto addresses = state->options.resolve(request->host);
+    if (!addresses) {
+      ec = asio::error::host_not_found;
+    } else {
+      for (const IpAddress& address : *addresses) {
+        found.emplace_back(asio::ip::make_address(address.to_string()), request->port);
+      }
+    }
+  } else {
+    tcp::resolver resolver(executor);
+    const auto results = co_await resolver.async_resolve(
+        request->host, std::to_string(request->port), tcp::resolver::numeric_service,
+        redirect_error(use_awaitable, ec));
+    for (const auto& entry : results)
+      found.push_back(entry.endpoint());
+  }
   if (ec) {
     co_await refuse(502, "Bad Gateway", "unresolved",
                     "loopr's egress proxy cannot resolve " + request->host + ": " + ec.message());
@@ -201,8 +217,7 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
   }
   std::optional<tcp::endpoint> chosen;
   std::optional<Refusal> first_refusal;
-  for (const auto& entry : found) {
-    const tcp::endpoint endpoint = entry.endpoint();
+  for (const tcp::endpoint& endpoint : found) {
     const auto address =
         IpAddress::from_sockaddr(endpoint.data(), static_cast<socklen_t>(endpoint.size()));
     if (!address) continue;

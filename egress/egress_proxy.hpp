@@ -54,6 +54,9 @@ struct NetConnection {
 struct EgressProxyOptions {
   std::chrono::milliseconds head_timeout{30'000};     // accept -> complete request head
   std::chrono::milliseconds connect_timeout{10'000};  // lookup + connect
+  // Tests only: answers name lookups instead of DNS (a name that rebinds
+  // between lookups, SECURITY class 22). Called on the io thread; empty: DNS.
+  std::function<Result<std::vector<IpAddress>>(const std::string& host)> resolve;
 };
 
 struct ProxyState;  // egress_proxy.cpp: shared with the connections' coroutines

@@ -13,6 +13,7 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -26,15 +27,17 @@ using test::HttpTestServer;
 
 class ProxyFixture {
  public:
-  explicit ProxyFixture(std::vector<std::string> allowed_networks)
-      : proxy_(io_,
-               EgressPolicy(
-                   AddressPolicy::from_strings(allowed_networks).value(),
-                   {{"net", {DomainList(), DomainList::parse({"*.denied.test"}, "d").value()}}}),
-               [this](const NetConnection& connection) {
-                 std::lock_guard lock(mutex_);
-                 seen_.push_back(connection);
-               }) {
+  explicit ProxyFixture(std::vector<std::string> allowed_networks, EgressProxyOptions options = {})
+      : proxy_(
+            io_,
+            EgressPolicy(
+                AddressPolicy::from_strings(allowed_networks).value(),
+                {{"net", {DomainList(), DomainList::parse({"*.denied.test"}, "d").value()}}}),
+            [this](const NetConnection& connection) {
+              std::lock_guard lock(mutex_);
+              seen_.push_back(connection);
+            },
+            std::move(options)) {
     UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -235,6 +238,44 @@ TEST(EgressProxy, ACallsOwnAllowanceOpensItsConnectionsOnly) {
   const std::string without = fixture.exchange(request + "\r\n");
   EXPECT_EQ(without.rfind("HTTP/1.1 403", 0), 0u) << without;
   EXPECT_EQ(server.connections(), 1);
+}
+
+// SECURITY class 22: a name that resolves to an allowed address when looked
+// up and to a loopback one the next time. Each connection is looked up
+// once, and the address judged is the one connected to: the first reaches
+// the allowed server, the rebound one is refused, and the private server
+// never sees a connection.
+TEST(EgressProxy, ARebindingNameIsJudgedOnTheAddressItIsConnectedTo) {
+  HttpTestServer allowed("127.0.0.2");  // stands for a public address
+  allowed.route("/", {200, "text/plain", "the public page", ""});
+  HttpTestServer loopback("127.0.0.1");
+  loopback.route("/", {200, "text/plain", "private", ""});
+  std::atomic<int> lookups{0};
+  EgressProxyOptions options;
+  options.resolve = [&](const std::string& host) -> Result<std::vector<IpAddress>> {
+    EXPECT_EQ(host, "rebind.test");
+    const char* answer = lookups++ == 0 ? "127.0.0.2" : "127.0.0.1";
+    return std::vector<IpAddress>{IpAddress::parse(answer).value()};
+  };
+  ProxyFixture fixture({"127.0.0.2/32"}, std::move(options));
+  // The two servers listen on different ports; the job asks for each by the
+  // rebinding name, so only the address decides where a connection goes.
+  const std::string first = fixture.exchange(
+      "GET http://rebind.test:" + std::to_string(allowed.port()) + "/ HTTP/1.1\r\n\r\n");
+  EXPECT_NE(first.find("the public page"), std::string::npos) << first;
+  const std::string second = fixture.exchange(
+      "GET http://rebind.test:" + std::to_string(loopback.port()) + "/ HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(second.rfind("HTTP/1.1 403", 0), 0u) << second;
+  EXPECT_NE(second.find("127.0.0.1 (which rebind.test resolves to) is loopback"), std::string::npos)
+      << second;
+  EXPECT_EQ(lookups.load(), 2);  // one lookup per connection, never a second one to connect
+  const auto seen = fixture.seen(2);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].address, "127.0.0.2");
+  EXPECT_EQ(seen[1].address, "127.0.0.1");
+  EXPECT_EQ(seen[1].rule, "loopback");
+  EXPECT_EQ(allowed.connections(), 1);
+  EXPECT_EQ(loopback.connections(), 0);
 }
 
 TEST(EgressProxy, StopClosesTheListener) {

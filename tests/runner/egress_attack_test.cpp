@@ -9,8 +9,10 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -205,6 +207,44 @@ TEST(Attack21Egress, AnAllowedTargetIsReachedByNameAndTheDomainListsHoldAroundIt
   EXPECT_EQ(connections[2].rule, "allow_domains");
   EXPECT_EQ(connections[3].rule, "deny_domains");
   EXPECT_EQ(connections[4].rule, "allow_domains");
+}
+
+// 22. DNS rebinding: a name that resolves to an allowed address when looked
+// up and to the host's loopback the next time. The proxy looks each
+// connection's name up once and connects to the address it judged, so the
+// rebound lookup is refused and the loopback server sees nothing.
+TEST(Attack22DnsRebinding, ARebindingNameReachesOnlyTheAddressTheProxyJudged) {
+  HttpTestServer allowed("127.0.0.2");  // stands for a public address
+  allowed.route("/", {200, "text/plain", "the public page\n", ""});
+  HttpTestServer loopback;  // the host's loopback service
+  loopback.route("/", {200, "text/plain", "private\n", ""});
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  for (const char* lane : kNetworkLanes) {
+    lookups->store(0);
+    RunnerOptions options = lane_with_network(lane);
+    options.allowed_networks = {"127.0.0.2/32"};
+    options.resolve = [lookups](const std::string&) -> Result<std::vector<IpAddress>> {
+      const char* answer = (*lookups)++ % 2 == 0 ? "127.0.0.2" : "127.0.0.1";
+      return std::vector<IpAddress>{IpAddress::parse(answer).value()};
+    };
+    RunnerHarness runner(options);
+    const json first =
+        runner.shell(via_proxy("http://rebind.test:" + std::to_string(allowed.port()) + "/"));
+    EXPECT_EQ(first["stdout"], "the public page\n") << both(first);
+    const json rebound =
+        runner.shell(via_proxy("http://rebind.test:" + std::to_string(loopback.port()) + "/"));
+    EXPECT_TRUE(
+        contains(rebound["stdout"], "127.0.0.1 (which rebind.test resolves to) is loopback"))
+        << both(rebound);
+    EXPECT_EQ(lookups->load(), 2) << lane;
+    const auto connections = runner.connections();
+    ASSERT_EQ(connections.size(), 2u);
+    EXPECT_EQ(connections[0].address, "127.0.0.2");
+    EXPECT_TRUE(connections[0].allowed);
+    EXPECT_EQ(connections[1].rule, "loopback");
+  }
+  EXPECT_EQ(allowed.connections(), 2);
+  EXPECT_EQ(loopback.connections(), 0) << "a rebinding name reached the host's loopback";
 }
 
 // A bare repository served over git's dumb HTTP protocol by the test server.

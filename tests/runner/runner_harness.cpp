@@ -26,10 +26,13 @@ namespace loopr::test {
 // looprd's egress proxy, on an io thread of the harness's own.
 struct RunnerHarness::Egress {
   explicit Egress(const RunnerOptions& options)
-      : proxy(io, policy_of(options), [this](const egress::NetConnection& connection) {
-          std::lock_guard lock(mutex);
-          seen.push_back(connection);
-        }) {
+      : proxy(
+            io, policy_of(options),
+            [this](const egress::NetConnection& connection) {
+              std::lock_guard lock(mutex);
+              seen.push_back(connection);
+            },
+            egress::EgressProxyOptions{.resolve = options.resolve}) {
     thread = std::thread([this] { io.run(); });
   }
   ~Egress() {
