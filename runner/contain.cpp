@@ -233,7 +233,13 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
     lane.cgroup_.description = "no pids cgroup for the lane (not asked for)";
   }
   // 1-5, in order; the first step that fails ends the recipe and names itself.
-  Result<void> done = run_step(spec, "user-namespace", "user namespace", enter_user_namespace);
+  std::map<std::string, UniqueFd> root_mounts;  // as root, the idmapped roots
+  Result<void> done = run_step(spec, "user-namespace", "user namespace", [&]() -> Result<void> {
+    auto mounts = enter_user_namespace(lane.spec_.filesystem.writable_roots);
+    if (!mounts) return std::move(mounts).error();
+    root_mounts = std::move(*mounts);
+    return {};
+  });
   if (done) {
     done = run_step(spec, "namespaces", "namespaces", [&] { return enter_lane_namespaces(spec); });
   }
@@ -249,17 +255,18 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   if (done) {
     done = run_step(spec, "network-namespace", "network namespace", enter_empty_network_namespace);
   }
-  if (done) {
-    done = run_step(spec, "lane-filesystem", "mount namespace",
-                    [&] { return build_lane_filesystem(lane.spec_.filesystem); });
-  }
-  if (done) {
-    done = run_step(spec, "seccomp-compile", "seccomp",
   if (done && spec.network) {
     done = run_step(spec, "egress-listener", "egress listener", [&] {
       return offer_egress_listener(spec.egress_link, spec.egress_port);
     });
   }
+  if (done) {
+    done = run_step(spec, "lane-filesystem", "mount namespace", [&] {
+      return build_lane_filesystem(lane.spec_.filesystem, std::move(root_mounts));
+    });
+  }
+  if (done) {
+    done = run_step(spec, "seccomp-compile", "seccomp",
                     [&] { return compile_seccomp(spec, lane.seccomp_); });
   }
   if (done) {

@@ -1,6 +1,7 @@
 // LaneSandbox: the lane's sandbox, built once by contain(), in this order:
 //   0. the lane's pids cgroup, where the machine allows one  lane_cgroup.hpp
-//   1. user namespace (uid/gid mapped to themselves)      user_namespace.hpp
+//   1. user namespace (uid/gid mapped to themselves; as   user_namespace.hpp
+//      root, to nobody, with the worktree roots idmapped)
 //   2. mount, IPC and UTS namespaces
 //   3. no network lanes: an empty network namespace       network_namespace.hpp
 //   4. the lane's filesystem                               lane_filesystem.hpp
