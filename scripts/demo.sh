@@ -61,6 +61,12 @@ provider = "demo"
 # Privileged calls in the net lane wait for a person's approval.
 [approval.lanes]
 net = "ask"
+
+# The net and heavy lanes reach the network only through looprd's egress
+# proxy, which refuses loopback, private and cloud-metadata addresses. For
+# the demo, one local address stands in for an allowed internet server.
+[egress]
+allowed_networks = ["127.0.0.2/32"]
 TOML
 printf 'build/\n' > "$repo/.gitignore"
 printf 'generated\n' > "$repo/build/out.txt"
@@ -100,21 +106,49 @@ call read_file '{"path": "../../../etc/passwd"}'
 step "no-net lane: the network is off (only lo exists, a connection is refused)"
 call run_command_isolated '{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1; bash -c \"echo > /dev/tcp/127.0.0.1/22\""}'
 
-step "net lane: run_command waits for approval (approval.lanes net = \"ask\")"
-ctl call run_command '{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1"}' \
-  --worktree "$repo" > "$base/net-call.out" 2>&1 &
-net_call=$!
-id=""
+# approved_call TOOL ARGS: a net-lane call, approved from the command line
+# once it waits (approval.lanes net = "ask"); prints the waiting list first
+# when asked to with LIST=1.
+approved_call() {
+  ctl call "$1" "$2" --worktree "$repo" > "$base/net-call.out" 2>&1 &
+  local net_call=$! id=""
+  for _ in $(seq 100); do
+    # sed, not head: with pipefail, a writer cut off by head fails the script.
+    # || true: with pipefail, no waiting call yet (grep finds nothing) is not an error.
+    id=$(ctl --json approvals | grep -o '"id": *"a-[0-9]*"' | grep -o 'a-[0-9]*' | sed -n 1p) || true
+    [ -n "$id" ] && break
+    sleep 0.1
+  done
+  [ "${LIST:-}" = 1 ] && show ctl approvals
+  show ctl approve "$id"
+  wait "$net_call" || true
+  cat "$base/net-call.out"
+}
+
+step "net lane: run_command waits for approval (approval.lanes net = \"ask\"); only lo exists there too"
+LIST=1 approved_call run_command '{"command": "cat /proc/net/dev | tail -n +3 | cut -d: -f1; echo \"HTTPS_PROXY=$HTTPS_PROXY\" | sed \"s/loopr:[0-9a-f]*@/loopr:<token>@/\""}'
+
+step "net lane: out only through looprd's egress proxy — an allowed server is reached, the host's loopback is refused"
+site=$base/site
+mkdir -p "$site"
+echo "hello from an allowed server" > "$site/index.html"
+python3 -u -m http.server --bind 127.0.0.2 0 --directory "$site" > "$base/http.out" 2>&1 &
+server=$!
+port=""
 for _ in $(seq 100); do
-  # sed, not head: with pipefail, a writer cut off by head fails the script.
-  id=$(ctl --json approvals | grep -o '"id": *"a-[0-9]*"' | grep -o 'a-[0-9]*' | sed -n 1p)
-  [ -n "$id" ] && break
+  port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$base/http.out" | sed -n 1p)
+  [ -n "$port" ] && break
   sleep 0.1
 done
-show ctl approvals
-show ctl approve "$id"
-wait "$net_call" || true
-cat "$base/net-call.out"
+timeout 60 "$bin/looprctl" events --topic net.connect --count 2 > "$base/net-events.out" 2>&1 &
+events=$!
+sleep 0.5  # let the subscription land first
+approved_call run_command "{\"command\": \"curl -sS http://127.0.0.2:$port/\"}"
+approved_call run_command "{\"command\": \"curl -sS --noproxy '' http://127.0.0.1:$port/\"}"
+wait "$events" || true
+kill "$server" 2>/dev/null || true
+echo "-- every connection is an event (net.connect), counted in looprctl metrics:"
+cat "$base/net-events.out"
 
 step "heavy lane: build runs [commands] build, its output streamed as tool.output events"
 timeout 30 "$bin/looprctl" events --topic tool.output --count 2 > "$base/events.out" 2>&1 &

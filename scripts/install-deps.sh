@@ -25,8 +25,10 @@ packages=(
   ripgrep bubblewrap hyperfine util-linux
   # the TUI's end-to-end tests run loopr-tui in a real terminal
   tmux
-  # commands the attack tests run inside jobs (curl for the no-net refusal)
-  curl
+  # commands the attack tests run inside jobs (curl for the no-net refusal
+  # and the egress proxy; netcat-openbsd for git over ssh through it), and
+  # the demo's stand-in for an allowed internet server (python3 http.server)
+  curl netcat-openbsd python3
   # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator
   json-schema-test-suite
 )
