@@ -328,9 +328,25 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
     if (auto r = keep_read_only(path, -1); !r) return r;
   }
 
+  // A /tmp and a /dev/shm of the job's own, empty: what another job of the
+  // lane left there (another loop's files, a full disk) is not this job's.
+  // Roots beneath /tmp are covered again below, on the new /tmp.
+  if (auto r = do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+                        ("size=" + std::to_string(spec.tmp_size_mb) + "m,mode=1777").c_str(),
+                        "mount the job's /tmp");
+      !r) {
+    return r;
+  }
+  if (auto r = do_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777",
+                        "mount the job's /dev/shm");
+      !r) {
+    return r;
+  }
+
   std::vector<std::string> covered;
   for (const std::string& root : roots) {
     if (is_within_any(root, covered)) continue;  // sorted: an outer root comes first
+    if (auto r = make_mount_point(root, true); !r) return r;
     if (auto r = do_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                           "size=64k,mode=0755", "cover the worktree root");
         !r) {

@@ -24,6 +24,32 @@ TEST(LaneRunner, RunsAFileToolInTheSandbox) {
   EXPECT_EQ(out["content"], "     1|one\n     2|two\n");
 }
 
+// What one job leaves in /tmp or /dev/shm (another loop's files, or a full
+// /tmp) is gone for the next job of the lane: each gets empty ones.
+TEST(LaneRunner, EachJobHasAnEmptyTmpAndDevShmOfItsOwn) {
+  for (RunnerOptions options : {RunnerOptions{}, [] {
+                                  RunnerOptions net;
+                                  net.lane = "net";
+                                  net.network = true;
+                                  return net;
+                                }()}) {
+    RunnerHarness runner(options);
+    // (When the worktree root lies under /tmp, its mount point is there
+    // too, hence the grep.)
+    const std::string root = runner.tree().root();
+    const std::string top =
+        root.rfind("/tmp/", 0) == 0 ? root.substr(5, root.find('/', 5) - 5) : "/";
+    const std::string list = "ls -A /dev/shm /tmp | grep -vx '" + top + "'";
+    const json first = runner.shell(
+        "echo secret > /tmp/left; echo secret > /dev/shm/left; dd if=/dev/zero of=/tmp/fill "
+        "bs=1M count=8 2>/dev/null; " +
+        list);
+    EXPECT_EQ(first["stdout"], "/dev/shm:\nleft\n\n/tmp:\nfill\nleft\n") << first.dump();
+    const json second = runner.shell(list);
+    EXPECT_EQ(second["stdout"], "/dev/shm:\n\n/tmp:\n") << options.lane << ": " << second.dump();
+  }
+}
+
 TEST(LaneRunner, AToolErrorIsStatusFailedWithTheErrorObject) {
   RunnerHarness runner;
   const auto result = runner.run("read_file", {{"path", "missing.txt"}});
