@@ -7,15 +7,30 @@
 
 namespace loopr {
 
-Result<void> send_fd(int socket, int fd) {
+namespace {
+
+// One byte of data and room for one fd: the message both sides use.
+struct OneFdMessage {
   char byte = 'F';
   iovec data{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+
+  OneFdMessage() {
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+  }
+  OneFdMessage(const OneFdMessage&) = delete;
+  OneFdMessage& operator=(const OneFdMessage&) = delete;
+};
+
+}  // namespace
+
+Result<void> send_fd(int socket, int fd) {
+  OneFdMessage one;
+  msghdr& message = one.message;
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
@@ -28,14 +43,8 @@ Result<void> send_fd(int socket, int fd) {
 }
 
 Result<UniqueFd> receive_fd(int socket) {
-  char byte = 0;
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  OneFdMessage one;
+  msghdr& message = one.message;
   ssize_t n = 0;
   do {
     n = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);

@@ -12,6 +12,8 @@
 #include <charconv>
 #include <vector>
 
+#include "common/ascii_text.hpp"
+
 namespace loopr::egress {
 namespace {
 
@@ -20,21 +22,6 @@ Error bad(const std::string& what) {
                     "loopr's egress proxy cannot read the request: " + what,
                     "send CONNECT host:port for a tunnel, or GET http://host/path in absolute "
                     "form, as an HTTP proxy client does (set HTTPS_PROXY/HTTP_PROXY)");
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
 }
 
 bool valid_host(std::string_view host) {
@@ -90,10 +77,12 @@ Result<void> parse_authority(std::string_view authority, std::uint16_t default_p
 }
 
 std::string basic_password(std::string_view credentials) {
-  credentials = trim(credentials);
+  credentials = trim_blanks(credentials);
   const auto space = credentials.find(' ');
-  if (space == std::string_view::npos || !iequals(credentials.substr(0, space), "basic")) return {};
-  const std::string_view encoded = trim(credentials.substr(space + 1));
+  if (space == std::string_view::npos ||
+      !equals_ignoring_case(credentials.substr(0, space), "basic"))
+    return {};
+  const std::string_view encoded = trim_blanks(credentials.substr(space + 1));
   if (encoded.empty() || encoded.size() > 1024 || encoded.size() % 4 != 0) return {};
   std::vector<unsigned char> decoded(encoded.size() / 4 * 3 + 1);
   const int n =
@@ -138,7 +127,7 @@ bool is_target(std::string_view text) {
 bool is_proxy_header(std::string_view name) {
   for (std::string_view hop :
        {"proxy-authorization", "proxy-connection", "connection", "keep-alive"}) {
-    if (iequals(name, hop)) return true;
+    if (equals_ignoring_case(name, hop)) return true;
   }
   return false;
 }
@@ -178,8 +167,9 @@ Result<ProxyRequest> parse_proxy_request(std::string_view head) {
     if (auto r = parse_authority(target, 0, request); !r) return std::move(r).error();
   } else {
     constexpr std::string_view kHttp = "http://";
-    if (target.size() < kHttp.size() || !iequals(target.substr(0, kHttp.size()), kHttp)) {
-      if (target.size() >= 8 && iequals(target.substr(0, 8), "https://")) {
+    if (target.size() < kHttp.size() ||
+        !equals_ignoring_case(target.substr(0, kHttp.size()), kHttp)) {
+      if (target.size() >= 8 && equals_ignoring_case(target.substr(0, 8), "https://")) {
         return bad("https:// URLs go through CONNECT, not " + std::string(method));
       }
       return bad("'" + std::string(target.substr(0, 200)) +
@@ -215,10 +205,10 @@ Result<ProxyRequest> parse_proxy_request(std::string_view head) {
       return bad("header field '" + std::string(field.substr(0, 60)) +
                  "' has characters a header cannot have");
     }
-    if (iequals(name, "proxy-authorization"))
+    if (equals_ignoring_case(name, "proxy-authorization"))
       request.token = basic_password(field.substr(colon + 1));
     if (request.tunnel || is_proxy_header(name)) continue;
-    if (iequals(name, "host")) has_host = true;
+    if (equals_ignoring_case(name, "host")) has_host = true;
     request.forward_head.append(field).append("\r\n");
   }
   if (!request.tunnel) {

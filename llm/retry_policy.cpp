@@ -7,19 +7,12 @@
 #include <memory>
 #include <random>
 
+#include "common/ascii_text.hpp"
 #include "llm/provider.hpp"
 
 namespace loopr::llm {
 
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
 
 bool all_digits(std::string_view text) {
   return !text.empty() &&
@@ -37,7 +30,7 @@ long long parse_count(std::string_view digits) {
 }
 
 std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view text) {
-  text = trim(text);
+  text = trim_blanks(text);
   auto dot = text.find('.');
   std::string_view whole = text.substr(0, dot);
   if (!all_digits(whole)) return std::nullopt;
@@ -55,7 +48,7 @@ std::optional<std::chrono::milliseconds> parse_milliseconds(std::string_view tex
 
 std::optional<std::chrono::milliseconds> parse_retry_after_value(
     std::string_view text, std::chrono::system_clock::time_point now) {
-  text = trim(text);
+  text = trim_blanks(text);
   if (all_digits(text)) return std::chrono::milliseconds(parse_count(text) * 1000);
   std::string date(text);
   time_t when = curl_getdate(date.c_str(), nullptr);

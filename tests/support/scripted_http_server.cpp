@@ -13,6 +13,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/ascii_text.hpp"
+
 namespace loopr::test {
 namespace {
 
@@ -58,14 +60,6 @@ std::string reason_phrase(int status) {
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
   return text;
 }
 
@@ -232,7 +226,8 @@ bool ScriptedHttpServer::read_request(int client, RecordedRequest& request) {
     const std::string_view line = head.substr(start, line_end - start);
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    request.headers[lower(std::string(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+    request.headers[lower(std::string(line.substr(0, colon)))] =
+        trim_blanks(line.substr(colon + 1));
   }
   std::size_t content_length = 0;
   if (auto it = request.headers.find("content-length"); it != request.headers.end()) {
