@@ -71,12 +71,12 @@ struct LaneSandboxSpec {
   bool sandbox_off = false;
   // Test hook: the step of this name (kInjectable*Steps) fails. Empty: none.
   std::string inject_failure;
-};
   // A lane with network: the socket to looprd over which the lane's egress
   // listener is passed (egress_listener.hpp), and the listener's port inside
   // the lane. Required for a network lane unless the sandbox is off.
   int egress_link = -1;
   std::uint16_t egress_port = 3128;
+};
 
 struct JobLaunch {
   std::string tool;
@@ -86,8 +86,8 @@ struct JobLaunch {
   std::map<std::string, std::string> env;  // filtered by job_environment()
   std::int64_t max_output_bytes = 100'000;
   bool stream_output = false;  // the lane streams output (LOOPR_STREAM_OUTPUT)
-};
   std::string egress_token;    // put in the job's proxy URL (egress_proxy_url)
+};
 
 // A started job. The runner owns every fd here.
 struct RunningJob {
