@@ -172,15 +172,26 @@ Result<void> build_dev(const std::string& dev) {
 
 Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
                                    std::map<std::string, UniqueFd> root_mounts) {
+  // A root with a ready mount was checked and opened before the runner
+  // became an unprivileged uid (as root: user_namespace.hpp), which may no
+  // longer see its way to it.
+  std::vector<std::string> writable;
   for (const std::string& root : spec.writable_roots) {
+    if (root_mounts.contains(root)) {
+      writable.push_back(root);
+      continue;
+    }
     struct stat st {};
     if (root.empty() || root.front() != '/' || ::stat(root.c_str(), &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
       return step_failed(kStep, "writable root '" + root + "' is not an existing folder");
     }
+    const auto resolved = canonical_paths({root});
+    writable.insert(writable.end(), resolved.begin(), resolved.end());
   }
+  std::sort(writable.begin(), writable.end());
+  writable.erase(std::unique(writable.begin(), writable.end()), writable.end());
   const std::vector<std::string> hidden = canonical_paths(spec.hidden_paths);
-  const std::vector<std::string> writable = canonical_paths(spec.writable_roots);
   const std::vector<std::string> readable = canonical_paths(spec.read_paths);
 
   // Nothing we mount may propagate back to the host.

@@ -1145,5 +1145,21 @@ TEST(Attack24NotHostRoot, WhatAJobWritesIsOwnedByTheRealUserAndItCannotChangeWho
   }
 }
 
+TEST(Attack24NotHostRoot, ARootInsideAFolderOnlyItsOwnerMayEnterStillWorks) {
+  // As looprd's own folders are (0700): as root, the runner checks and
+  // opens the root before it stops being root.
+  TempTree outer;
+  outer.mkdir("inner/wt");
+  ASSERT_EQ(::chmod(outer.root().c_str(), 0700), 0);
+  RunnerOptions options;
+  options.extra_args = {"--root", outer.path("inner")};
+  RunnerHarness runner(options);
+  const auto out = shell_in(runner, outer.path("inner/wt"), "echo made > made.txt; cat made.txt");
+  EXPECT_EQ(out.value("stdout", ""), "made\n") << out.dump();
+  struct stat st {};
+  ASSERT_EQ(::stat(outer.path("inner/wt/made.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::getuid());
+}
+
 }  // namespace
 }  // namespace loopr::test
