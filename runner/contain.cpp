@@ -188,7 +188,10 @@ Result<void> enter_lane_namespaces(const LaneSandboxSpec& spec) {
 
 // Step 5: the jobs' seccomp program, compiled once for the lane.
 Result<void> compile_seccomp(const LaneSandboxSpec& spec, std::optional<SeccompProgram>& program) {
-  auto compiled = SeccompProgram::compile(/*deny_network=*/!spec.network);
+  // After step 1, uid 0 here means looprd runs as root (an ordinary user's
+  // runner keeps its own uid inside).
+  auto compiled = SeccompProgram::compile(/*deny_network=*/!spec.network,
+                                          /*deny_set_id_bits=*/::getuid() == 0);
   if (!compiled) return std::move(compiled).error();
   program = std::move(*compiled);
   return {};
@@ -256,9 +259,8 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
     done = run_step(spec, "network-namespace", "network namespace", enter_empty_network_namespace);
   }
   if (done && spec.network) {
-    done = run_step(spec, "egress-listener", "egress listener", [&] {
-      return offer_egress_listener(spec.egress_link, spec.egress_port);
-    });
+    done = run_step(spec, "egress-listener", "egress listener",
+                    [&] { return offer_egress_listener(spec.egress_link, spec.egress_port); });
   }
   if (done) {
     done = run_step(spec, "lane-filesystem", "mount namespace", [&] {

@@ -14,6 +14,8 @@
 #include <iostream>
 #include <optional>
 
+#include "runner/set_id_sweep.hpp"
+
 namespace loopr::runner {
 namespace {
 
@@ -299,6 +301,15 @@ void LaneRunner::finish_job(ActiveJob& job) {
   while (read_available(job.process.setup_errors.get(), chunk) && !chunk.empty() &&
          setup_error.size() < 65536) {
     setup_error += chunk;
+  }
+
+  // As root, a command may have left a set-ID file behind (set_id_sweep.hpp).
+  if (::getuid() == 0 && !sandbox_.spec().sandbox_off && runs_commands(job.request.tool)) {
+    if (const std::size_t cleared = clear_set_id_bits(job.request.worktree); cleared > 0) {
+      std::cerr << "loopr-runner: cleared set-user-ID/set-group-ID bits on " << cleared
+                << " file(s) job " << job.request.job_id << " left in " << job.request.worktree
+                << "\n";
+    }
   }
 
   proto::JobResult result;

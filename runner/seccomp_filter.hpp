@@ -25,7 +25,10 @@ namespace loopr::runner {
 
 class SeccompProgram {
  public:
-  static Result<SeccompProgram> compile(bool deny_network);
+  // deny_network: no socket but AF_UNIX (the no-net lane). deny_set_id_bits:
+  // no S_ISUID/S_ISGID through the chmod family, open, openat, creat, mknod
+  // (looprd as root, SECURITY class 24).
+  static Result<SeccompProgram> compile(bool deny_network, bool deny_set_id_bits);
 
   // Installs the filter on the calling thread (inherited across fork and
   // exec). Needs no_new_privs set first. Called in a job child forked from

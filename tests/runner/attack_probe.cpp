@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
+#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <linux/sched.h>
 #include <linux/userfaultfd.h>
@@ -227,7 +228,19 @@ int path_attack(const std::string& attack, const char* argument, const char* id)
 
 }  // namespace
 
+// create_setid PATH: creates PATH with mode 04755 through openat2, whose
+// mode seccomp cannot see (class 24; the runner's sweep must clear it).
+int create_setid(const char* path) {
+  open_how how{};
+  how.flags = O_CREAT | O_WRONLY | O_CLOEXEC;
+  how.mode = 04755;
+  const long fd = ::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+  if (fd >= 0) ::fchmod(static_cast<int>(fd), 04755);  // refused by seccomp as root; fine
+  return report("create_setid", fd < 0 ? -1 : 0);
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "create_setid") return create_setid(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "connect_abstract") return connect_abstract(argv[2]);
   if (argc == 3 && std::string(argv[1]) == "connect_path") return connect_path(argv[2]);
   for (const char* attack : {"open_read", "stat", "setresuid"}) {

@@ -1145,6 +1145,44 @@ TEST(Attack24NotHostRoot, WhatAJobWritesIsOwnedByTheRealUserAndItCannotChangeWho
   }
 }
 
+// As root, a job's files are root's on disk: a set-user-ID or set-group-ID
+// bit on one would hand root (or root's group) to whoever runs it on the
+// host. seccomp refuses the bit through chmod, install and open; what
+// openat2 creates with it (seccomp cannot see that mode) the runner clears
+// after the job. As an ordinary user the bit on the user's own file grants
+// nothing, and is left alone.
+TEST(Attack24NotHostRoot, NoSetIdProgramIsLeftInTheWorktree) {
+  for (RunnerOptions options : {RunnerOptions{}, [] {
+                                  RunnerOptions net;
+                                  net.lane = "net";
+                                  net.network = true;
+                                  return net;
+                                }()}) {
+    RunnerHarness runner(options);
+    const auto out = runner.shell(
+        "cp /bin/true prog; chmod u+s prog; echo chmod=$?; chmod g+s prog; echo chmodg=$?; "
+        "install -m 4755 /bin/true prog2; echo install=$?; ./.probe create_setid prog3");
+    const bool root = ::getuid() == 0;
+    if (root) {
+      EXPECT_EQ(out["stdout"], "chmod=1\nchmodg=1\ninstall=1\ncreate_setid: allowed\n")
+          << options.lane << ": " << text(out);
+      EXPECT_NE(text(out).find("Operation not permitted"), std::string::npos) << text(out);
+    }
+    for (const char* name : {"wt/prog", "wt/prog2", "wt/prog3"}) {
+      struct stat st {};
+      if (::stat(runner.tree().path(name).c_str(), &st) != 0) continue;  // install refused
+      if (root) {
+        EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << options.lane << " " << name;
+      }
+    }
+    struct stat made {};
+    ASSERT_EQ(::stat(runner.tree().path("wt/prog3").c_str(), &made), 0);
+    if (!root) {
+      EXPECT_NE(made.st_mode & S_ISUID, 0u);  // the user's own: left alone
+    }
+  }
+}
+
 TEST(Attack24NotHostRoot, ARootInsideAFolderOnlyItsOwnerMayEnterStillWorks) {
   // As looprd's own folders are (0700): as root, the runner checks and
   // opens the root before it stops being root.
