@@ -32,10 +32,7 @@ using nlohmann::json;
 using proto::JobStatus;
 
 RunnerOptions net_lane() {
-  RunnerOptions options;
-  options.lane = "net";
-  options.network = true;
-  return options;
+  return lane_options("net");
 }
 
 std::string text(const json& result) {
@@ -630,10 +627,7 @@ TEST(Attack15Sockets, AbstractSocketsOfTheHostAreOutOfReachInEveryLane) {
   // reach out only through the egress proxy): the name does not exist there.
   // Landlock's scoping would refuse it too (ABI 6), were it reachable.
   for (const char* lane : {"no-net", "net", "heavy"}) {
-    RunnerOptions options;
-    options.lane = lane;
-    options.network = std::string(lane) != "no-net";
-    RunnerHarness runner(options);
+    RunnerHarness runner(lane_options(lane));
     EXPECT_EQ(runner.probe("connect_abstract " + name), "connect_abstract: errno ECONNREFUSED")
         << lane;
   }
@@ -1152,12 +1146,7 @@ TEST(Attack24NotHostRoot, WhatAJobWritesIsOwnedByTheRealUserAndItCannotChangeWho
 // after the job. As an ordinary user the bit on the user's own file grants
 // nothing, and is left alone.
 TEST(Attack24NotHostRoot, NoSetIdProgramIsLeftInTheWorktree) {
-  for (RunnerOptions options : {RunnerOptions{}, [] {
-                                  RunnerOptions net;
-                                  net.lane = "net";
-                                  net.network = true;
-                                  return net;
-                                }()}) {
+  for (RunnerOptions options : {RunnerOptions{}, lane_options("net")}) {
     RunnerHarness runner(options);
     const auto out = runner.shell(
         "cp /bin/true prog; chmod u+s prog; echo chmod=$?; chmod g+s prog; echo chmodg=$?; "

@@ -27,14 +27,6 @@ using nlohmann::json;
 
 const char* const kNetworkLanes[] = {"net", "heavy"};
 
-RunnerOptions lane_with_network(const std::string& lane) {
-  RunnerOptions options;
-  options.lane = lane;
-  options.network = true;
-  options.stream_output = lane == "heavy";
-  return options;
-}
-
 std::string both(const json& result) {
   return result.value("stdout", "") + result.value("stderr", "");
 }
@@ -67,7 +59,7 @@ std::string via_proxy(const std::string& url, const std::string& flags = "") {
 
 TEST(Attack21Egress, ALaneWithNetworkHasOnlyLoopbackAndItsProxyVariables) {
   for (const char* lane : kNetworkLanes) {
-    RunnerHarness runner(lane_with_network(lane));
+    RunnerHarness runner(lane_options(lane));
     const json interfaces = runner.shell("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
     EXPECT_EQ(interfaces["stdout"], "lo\n") << lane;
     const json env = runner.shell("echo \"$HTTPS_PROXY|$http_proxy|$ALL_PROXY|$NO_PROXY\"");
@@ -84,7 +76,7 @@ TEST(Attack21Egress, TheHostsLoopbackIsRefusedThroughTheProxyAndUnreachableAroun
   server.route("/", {200, "text/plain", "host secret", ""});
   const std::string port = std::to_string(server.port());
   for (const char* lane : kNetworkLanes) {
-    RunnerHarness runner(lane_with_network(lane));
+    RunnerHarness runner(lane_options(lane));
     // Through the proxy, by IP, by name, in IPv6, and as a CONNECT tunnel.
     const json by_ip = runner.shell(via_proxy("http://127.0.0.1:" + port + "/"));
     EXPECT_TRUE(contains(by_ip["stdout"], "loopr's egress proxy refused 127.0.0.1:" + port))
@@ -123,7 +115,7 @@ TEST(Attack21Egress, TheHostsLoopbackIsRefusedThroughTheProxyAndUnreachableAroun
 TEST(Attack21Egress, MetadataAndPrivateAddressesAreRefusedThroughAndUnreachableAround) {
   const std::string host = host_address();
   for (const char* lane : kNetworkLanes) {
-    RunnerHarness runner(lane_with_network(lane));
+    RunnerHarness runner(lane_options(lane));
     const json metadata = runner.shell(via_proxy("http://169.254.169.254/latest/meta-data/"));
     EXPECT_TRUE(contains(metadata["stdout"], "169.254.169.254 is link-local")) << both(metadata);
     const json rfc1918 = runner.shell(via_proxy("http://10.0.0.1/"));
@@ -157,7 +149,7 @@ TEST(Attack21Egress, ARedirectToTheHostsLoopbackIsRefusedAtItsHop) {
   inner.route("/secret", {200, "text/plain", "secret", ""});
   HttpTestServer outer;
   outer.route("/hop", {302, "text/plain", "", inner.base_url() + "/secret"});
-  RunnerOptions options = lane_with_network("net");
+  RunnerOptions options = lane_options("net");
   options.allowed_networks = {"127.0.0.1/32"};  // the first hop is allowed
   RunnerHarness runner(options);
   const json hop = runner.shell(via_proxy(outer.base_url() + "/hop", "-L"));
@@ -171,7 +163,7 @@ TEST(Attack21Egress, AnAllowedTargetIsReachedByNameAndTheDomainListsHoldAroundIt
   HttpTestServer server;
   server.route("/page", {200, "text/plain", "reached through the proxy\n", ""});
   const std::string port = std::to_string(server.port());
-  RunnerOptions options = lane_with_network("net");
+  RunnerOptions options = lane_options("net");
   options.allowed_networks = {"127.0.0.1/32"};  // test-only: a local listener stands in
   options.allow_domains = {"localhost"};
   options.deny_domains = {"*.denied.test"};
@@ -221,7 +213,7 @@ TEST(Attack22DnsRebinding, ARebindingNameReachesOnlyTheAddressTheProxyJudged) {
   auto lookups = std::make_shared<std::atomic<int>>(0);
   for (const char* lane : kNetworkLanes) {
     lookups->store(0);
-    RunnerOptions options = lane_with_network(lane);
+    RunnerOptions options = lane_options(lane);
     options.allowed_networks = {"127.0.0.2/32"};
     options.resolve = [lookups](const std::string&) -> Result<std::vector<IpAddress>> {
       const char* answer = (*lookups)++ % 2 == 0 ? "127.0.0.2" : "127.0.0.1";
@@ -277,7 +269,7 @@ TEST(Attack21Egress, GitClonesThroughTheProxyUnchanged) {
   HttpTestServer server;
   TempTree tree;
   serve_repository(server, tree);
-  RunnerOptions options = lane_with_network("net");
+  RunnerOptions options = lane_options("net");
   options.allowed_networks = {"127.0.0.1/32"};
   RunnerHarness runner(options);
   // git reads http_proxy itself; NO_PROXY would keep "localhost" direct.

@@ -27,12 +27,7 @@ TEST(LaneRunner, RunsAFileToolInTheSandbox) {
 // What one job leaves in /tmp or /dev/shm (another loop's files, or a full
 // /tmp) is gone for the next job of the lane: each gets empty ones.
 TEST(LaneRunner, EachJobHasAnEmptyTmpAndDevShmOfItsOwn) {
-  for (RunnerOptions options : {RunnerOptions{}, [] {
-                                  RunnerOptions net;
-                                  net.lane = "net";
-                                  net.network = true;
-                                  return net;
-                                }()}) {
+  for (RunnerOptions options : {RunnerOptions{}, lane_options("net")}) {
     RunnerHarness runner(options);
     // (When the worktree root lies under /tmp, its mount point is there
     // too, hence the grep.)

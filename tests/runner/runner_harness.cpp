@@ -149,6 +149,14 @@ RunnerHarness::RunnerHarness(RunnerOptions options) : options_(std::move(options
   }
 }
 
+RunnerOptions lane_options(const std::string& lane) {
+  RunnerOptions options;
+  options.lane = lane;
+  options.network = lane == "net" || lane == "heavy";
+  options.stream_output = lane == "heavy";
+  return options;
+}
+
 std::vector<egress::NetConnection> RunnerHarness::connections() const {
   if (!egress_) return {};
   std::lock_guard lock(egress_->mutex);

@@ -43,6 +43,10 @@ struct RunnerOptions {
   std::function<Result<std::vector<IpAddress>>(const std::string& host)> resolve;
 };
 
+// The options looprd would run `lane` with: network for net and heavy,
+// streamed output for heavy.
+RunnerOptions lane_options(const std::string& lane);
+
 class RunnerHarness {
  public:
   explicit RunnerHarness(RunnerOptions options = {});
