@@ -13,6 +13,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -75,6 +76,7 @@ struct ProxyState {
   bool stopped = false;
   std::map<std::string, std::shared_ptr<tcp::acceptor>> listeners;  // by lane
   std::set<tcp::socket*> open_sockets;                              // for stop()
+  std::map<std::string, std::size_t> open_connections;              // by lane
 
   struct Call {
     std::string id;
@@ -112,9 +114,11 @@ class Tracked {
   tcp::socket& socket_;
 };
 
-// Copies `from` to `to` until `from` ends; then half-closes `to`. An error on
+// Copies `from` to `to` until `from` ends; then half-closes `to` and calls
+// `ended` (which gives the other direction a last while). An error on
 // either side closes both, which ends the other direction too.
-awaitable<void> pump(tcp::socket& from, tcp::socket& to, std::uint64_t& bytes) {
+awaitable<void> pump(tcp::socket& from, tcp::socket& to, std::uint64_t& bytes,
+                     const std::function<void()>& ended) {
   std::array<char, kRelayChunk> data;
   for (;;) {
     std::error_code ec;
@@ -122,6 +126,7 @@ awaitable<void> pump(tcp::socket& from, tcp::socket& to, std::uint64_t& bytes) {
         co_await from.async_read_some(asio::buffer(data), redirect_error(use_awaitable, ec));
     if (ec == asio::error::eof) {
       to.shutdown(tcp::socket::shutdown_send, ec);
+      ended();
       co_return;
     }
     if (!ec) {
@@ -276,10 +281,29 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
     record.bytes_sent += first_bytes.size();
   }
   if (!ec) {
-    co_await (pump(client, upstream, record.bytes_sent) &&
-              pump(upstream, client, record.bytes_received));
+    // Once one side is done, the other has half_closed_linger to finish:
+    // a peer that neither answers nor closes cannot hold the connection
+    // (and a share of looprd's fds) for good.
+    const std::function<void()> ended = [&] {
+      arm(deadline, state->options.half_closed_linger, client, upstream);
+    };
+    co_await (pump(client, upstream, record.bytes_sent, ended) &&
+              pump(upstream, client, record.bytes_received, ended));
   }
   state->report(record);
+}
+
+// A connection over the lane's cap: a 503 without reading the request.
+awaitable<void> refuse_over_cap(std::shared_ptr<ProxyState> state, std::string lane,
+                                tcp::socket client) {
+  NetConnection record;
+  record.lane = lane;
+  record.rule = "too_many_connections";
+  record.message = "loopr's egress proxy refused a connection of lane " + lane + ": " +
+                   std::to_string(state->options.max_connections_per_lane) +
+                   " connections of this lane are open already; close some, or open fewer at once";
+  state->report(record);
+  co_await reply(client, proxy_response(503, "Service Unavailable", record.rule, record.message));
 }
 
 awaitable<void> accept_loop(std::shared_ptr<ProxyState> state, std::string lane,
@@ -295,7 +319,20 @@ awaitable<void> accept_loop(std::shared_ptr<ProxyState> state, std::string lane,
       co_await pause.async_wait(redirect_error(use_awaitable, ec));
       continue;
     }
-    asio::co_spawn(executor, serve_connection(state, lane, std::move(client)), asio::detached);
+    std::size_t& open = state->open_connections[lane];
+    if (open >= state->options.max_connections_per_lane) {
+      asio::co_spawn(executor, refuse_over_cap(state, lane, std::move(client)), asio::detached);
+      continue;
+    }
+    ++open;
+    asio::co_spawn(
+        executor,
+        [](std::shared_ptr<ProxyState> shared, std::string name,
+           tcp::socket socket) -> awaitable<void> {
+          co_await serve_connection(shared, name, std::move(socket));
+          --shared->open_connections[name];
+        }(state, lane, std::move(client)),
+        asio::detached);
   }
 }
 

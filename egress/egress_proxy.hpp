@@ -54,6 +54,13 @@ struct NetConnection {
 struct EgressProxyOptions {
   std::chrono::milliseconds head_timeout{30'000};     // accept -> complete request head
   std::chrono::milliseconds connect_timeout{10'000};  // lookup + connect
+  // Connections open at once per lane (two of looprd's fds each); beyond
+  // it a job's new connection gets a 503 at once, so no job can take all of
+  // looprd's fds.
+  std::size_t max_connections_per_lane = 256;
+  // After one side of a relayed connection ends, how long the other side
+  // may still send before both are closed.
+  std::chrono::milliseconds half_closed_linger{30'000};
   // Tests only: answers name lookups instead of DNS (a name that rebinds
   // between lookups, SECURITY class 22). Called on the io thread; empty: DNS.
   std::function<Result<std::vector<IpAddress>>(const std::string& host)> resolve;

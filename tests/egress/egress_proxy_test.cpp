@@ -100,6 +100,30 @@ class ProxyFixture {
     return reply;
   }
 
+  // Opens a CONNECT tunnel and keeps it: the fd once the proxy said 200,
+  // -1 if it answered anything else.
+  int open_tunnel(const std::string& request) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port_);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string head;
+    char c = 0;
+    while (head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1)
+      head += c;
+    if (head.rfind("HTTP/1.1 200", 0) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
   // Waits until the proxy has reported `count` connections.
   std::vector<NetConnection> seen(std::size_t count) const {
     for (int i = 0; i < 500; ++i) {
@@ -276,6 +300,55 @@ TEST(EgressProxy, ARebindingNameIsJudgedOnTheAddressItIsConnectedTo) {
   EXPECT_EQ(seen[1].rule, "loopback");
   EXPECT_EQ(allowed.connections(), 1);
   EXPECT_EQ(loopback.connections(), 0);
+}
+
+// No job can take all of looprd's fds: beyond the lane's cap a new
+// connection is a 503 at once; once one closes, there is room again.
+TEST(EgressProxy, ConnectionsBeyondTheLanesCapAreRefusedUntilOneCloses) {
+  // An upstream that accepts (the kernel's backlog) and never answers.
+  const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(upstream, 16), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(upstream, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string target =
+      "CONNECT 127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + " HTTP/1.1\r\n\r\n";
+  EgressProxyOptions options;
+  options.max_connections_per_lane = 2;
+  options.half_closed_linger = std::chrono::milliseconds(100);  // the silent upstream's end
+  ProxyFixture fixture({"127.0.0.1/32"}, std::move(options));
+  std::vector<int> tunnels;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = fixture.open_tunnel(target);
+    ASSERT_GE(fd, 0);
+    tunnels.push_back(fd);
+  }
+  const std::string over = fixture.exchange(target);
+  EXPECT_EQ(over.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << over;
+  EXPECT_NE(over.find("2 connections of this lane are open already"), std::string::npos) << over;
+  ::close(tunnels.back());
+  tunnels.pop_back();
+  // The proxy sees the close when it next reads: give it a moment.
+  std::string again;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = fixture.open_tunnel(target);
+    if (fd >= 0) {
+      tunnels.push_back(fd);
+      again = "opened";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(again, "opened");
+  for (int fd : tunnels)
+    ::close(fd);
+  ::close(upstream);
+  const auto seen = fixture.seen(1);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen[0].rule, "too_many_connections");
 }
 
 TEST(EgressProxy, StopClosesTheListener) {
