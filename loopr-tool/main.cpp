@@ -1,5 +1,7 @@
 // loopr-tool <tool> --worktree DIR: the file, search and command tools
-// (tool_main.hpp has the process contract).
+// (tool_main.hpp has the process contract); loopr-tool --serve: the same
+// tools as a warm worker (serve.hpp).
+#include "loopr-tool/serve.hpp"
 #include "loopr-tool/tool_main.hpp"
 #include "loopr-tool/tool_registry.hpp"
 
@@ -14,5 +16,6 @@ extern "C" const char* __asan_default_options() {
 #endif
 
 int main(int argc, char** argv) {
-  return loopr::tool::tool_main(argc, argv, "loopr-tool", loopr::tool::all_tools());
+  return loopr::tool::tool_main(argc, argv, "loopr-tool", loopr::tool::all_tools(),
+                                loopr::tool::serve_calls);
 }

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@ using Json = nlohmann::json;
 struct Program {
   std::string_view name;
   std::span<const ToolEntry> tools;
+  ServeFunction serve = nullptr;
 };
 
 // Arguments larger than this are refused: write_file content is the only big
@@ -27,15 +29,23 @@ constexpr int kExitSuccess = 0;
 constexpr int kExitToolError = 1;
 constexpr int kExitUsage = 2;
 
-void print_json(const Json& value) {
+std::string json_line(const Json& value) {
   std::string out = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   out += '\n';
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  return out;
+}
+
+void print_text(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
 
+ToolOutput failure(const Error& error, int status) {
+  return {status, json_line(Json{{"error", error.to_json()}})};
+}
+
 int fail(const Error& error, int status) {
-  print_json(Json{{"error", error.to_json()}});
+  print_text(failure(error, status).stdout_text);
   return status;
 }
 
@@ -53,10 +63,14 @@ std::string usage_text(const Program& program) {
          " <tool> --worktree DIR  (JSON arguments on stdin)\ntools: " + tool_names(program) + "\n";
 }
 
+Error usage_error(const Program& program, const std::string& problem) {
+  return make_error(errc::invalid_arguments, problem, usage_text(program));
+}
+
 int usage(const Program& program, const std::string& problem) {
   const std::string text = usage_text(program);
   std::cerr << program.name << ": " << problem << "\n" << text;
-  return fail(make_error(errc::invalid_arguments, problem, text), kExitUsage);
+  return fail(usage_error(program, problem), kExitUsage);
 }
 
 Result<std::string> read_stdin() {
@@ -84,9 +98,39 @@ const ToolEntry* find(const Program& program, std::string_view name) {
   return nullptr;
 }
 
+ToolOutput call(const Program& program, std::string_view tool_name, const Worktree& worktree,
+                std::string_view input) {
+  const ToolEntry* tool = find(program, tool_name);
+  if (tool == nullptr) {
+    return failure(usage_error(program, "unknown tool '" + std::string(tool_name) + "'"),
+                   kExitUsage);
+  }
+  Json args;
+  try {
+    args = input.empty() ? Json::object() : Json::parse(input);
+  } catch (const Json::parse_error& e) {
+    return failure(make_error(errc::invalid_arguments,
+                              "arguments on stdin are not valid JSON: " + std::string(e.what()),
+                              "send one JSON object, e.g. {\"path\": \"README.md\"}"),
+                   kExitToolError);
+  }
+  auto result = tool->run(worktree, args);
+  if (!result) return failure(result.error(), kExitToolError);
+  return {kExitSuccess, json_line(*result)};
+}
+
+ToolOutput internal_failure(const std::exception& e) {
+  // A bug, not an input problem: still an error reply, never a crash.
+  return failure(make_error(errc::internal, std::string("internal error: ") + e.what(),
+                            "report this as a loopr bug"),
+                 kExitToolError);
+}
+
 int run(const Program& program, int argc, char** argv) {
   std::string tool_name;
   std::string worktree_path;
+  bool serve = false;
+  int filter_fd = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -98,6 +142,12 @@ int run(const Program& program, int argc, char** argv) {
       worktree_path = argv[++i];
     } else if (arg.starts_with("--worktree=")) {
       worktree_path = std::string(arg.substr(11));
+    } else if (arg == "--serve" && program.serve != nullptr) {
+      serve = true;
+    } else if (arg == "--filter-fd" && program.serve != nullptr) {
+      if (i + 1 >= argc) return usage(program, "--filter-fd needs a file descriptor");
+      filter_fd = std::atoi(argv[++i]);
+      if (filter_fd < 3) return usage(program, "--filter-fd needs a descriptor above 2");
     } else if (arg.starts_with("-")) {
       return usage(program, "unknown option '" + std::string(arg) + "'");
     } else if (tool_name.empty()) {
@@ -106,43 +156,45 @@ int run(const Program& program, int argc, char** argv) {
       return usage(program, "unexpected argument '" + std::string(arg) + "'");
     }
   }
-  if (tool_name.empty()) return usage(program, "no tool named");
-  const ToolEntry* tool = find(program, tool_name);
-  if (tool == nullptr) return usage(program, "unknown tool '" + tool_name + "'");
+  if (serve && !tool_name.empty()) return usage(program, "--serve takes no tool name");
+  if (!serve && tool_name.empty()) return usage(program, "no tool named");
+  if (!serve && find(program, tool_name) == nullptr) {
+    return usage(program, "unknown tool '" + tool_name + "'");
+  }
   if (worktree_path.empty()) return usage(program, "--worktree DIR is required");
 
   auto worktree = Worktree::open(worktree_path);
   if (!worktree) return usage(program, worktree.error().message);
+  if (serve) return program.serve(program.name, program.tools, *worktree, filter_fd);
 
   auto input = read_stdin();
   if (!input) return fail(input.error(), kExitToolError);
-  Json args;
-  try {
-    args = input->empty() ? Json::object() : Json::parse(*input);
-  } catch (const Json::parse_error& e) {
-    return fail(make_error(errc::invalid_arguments,
-                           "arguments on stdin are not valid JSON: " + std::string(e.what()),
-                           "send one JSON object, e.g. {\"path\": \"README.md\"}"),
-                kExitToolError);
-  }
-  auto result = tool->run(*worktree, args);
-  if (!result) return fail(result.error(), kExitToolError);
-  print_json(*result);
-  return kExitSuccess;
+  const ToolOutput output = call(program, tool_name, *worktree, *input);
+  print_text(output.stdout_text);
+  return output.exit_code;
 }
 
 }  // namespace
 
-int tool_main(int argc, char** argv, std::string_view program_name,
-              std::span<const ToolEntry> tools) {
+ToolOutput call_tool(std::string_view program_name, std::span<const ToolEntry> tools,
+                     std::string_view tool_name, const Worktree& worktree, std::string_view input) {
   const Program program{program_name, tools};
+  try {
+    return call(program, tool_name, worktree, input);
+  } catch (const std::exception& e) {
+    return internal_failure(e);
+  }
+}
+
+int tool_main(int argc, char** argv, std::string_view program_name,
+              std::span<const ToolEntry> tools, ServeFunction serve) {
+  const Program program{program_name, tools, serve};
   try {
     return run(program, argc, argv);
   } catch (const std::exception& e) {
-    // A bug, not an input problem: still an error reply, never a crash.
-    return fail(make_error(errc::internal, std::string("internal error: ") + e.what(),
-                           "report this as a loopr bug"),
-                kExitToolError);
+    const ToolOutput output = internal_failure(e);
+    print_text(output.stdout_text);
+    return output.exit_code;
   }
 }
 

@@ -47,6 +47,21 @@ Result<std::string> encode_frame(const nlohmann::json& object) {
   return out;
 }
 
+Result<std::string> encode_raw_frame(std::string_view payload, std::size_t max_payload) {
+  if (payload.empty()) return make_error(errc::protocol, "a frame's payload may not be empty");
+  if (payload.size() > max_payload) {
+    return make_error(errc::too_large, "frame payload of " + std::to_string(payload.size()) +
+                                           " bytes exceeds the " + std::to_string(max_payload) +
+                                           "-byte cap");
+  }
+  std::string out(kFrameHeaderBytes, '\0');
+  for (std::size_t i = 0; i < kFrameHeaderBytes; ++i) {
+    out[i] = static_cast<char>((payload.size() >> (8 * (kFrameHeaderBytes - 1 - i))) & 0xFF);
+  }
+  out.append(payload);
+  return out;
+}
+
 FrameReader::FrameReader(std::size_t max_payload, std::size_t max_depth)
     : max_payload_(max_payload), max_depth_(max_depth) {}
 
@@ -68,10 +83,10 @@ Error FrameReader::fail(Error error) {
   return error;
 }
 
-Result<std::optional<nlohmann::json>> FrameReader::next() {
+Result<std::size_t> FrameReader::complete_frame_length() {
   if (error_) return *error_;
   const std::string_view pending = std::string_view(buffer_).substr(offset_);
-  if (pending.size() < kFrameHeaderBytes) return std::optional<nlohmann::json>{};
+  if (pending.size() < kFrameHeaderBytes) return std::size_t{0};
   const std::size_t length = read_be32(pending);
   if (length == 0) return fail(make_error(errc::protocol, "frame with an empty payload"));
   if (length > max_payload_) {
@@ -79,14 +94,11 @@ Result<std::optional<nlohmann::json>> FrameReader::next() {
                                                 " payload bytes, over the " +
                                                 std::to_string(max_payload_) + "-byte cap"));
   }
-  if (pending.size() - kFrameHeaderBytes < length) return std::optional<nlohmann::json>{};
+  if (pending.size() - kFrameHeaderBytes < length) return std::size_t{0};
+  return length;
+}
 
-  auto parsed = parse_json_bounded(pending.substr(kFrameHeaderBytes, length), max_depth_);
-  if (!parsed) return fail(std::move(parsed).error());
-  if (!parsed->is_object()) {
-    return fail(make_error(errc::protocol, std::string("frame holds a JSON ") +
-                                               parsed->type_name() + ", not an object"));
-  }
+void FrameReader::consume(std::size_t length) {
   offset_ += kFrameHeaderBytes + length;
   if (offset_ == buffer_.size()) {
     if (buffer_.capacity() > kKeepCapacity) {
@@ -96,7 +108,31 @@ Result<std::optional<nlohmann::json>> FrameReader::next() {
     }
     offset_ = 0;
   }
+}
+
+Result<std::optional<nlohmann::json>> FrameReader::next() {
+  auto length = complete_frame_length();
+  if (!length) return std::move(length).error();
+  if (*length == 0) return std::optional<nlohmann::json>{};
+  const std::string_view payload =
+      std::string_view(buffer_).substr(offset_ + kFrameHeaderBytes, *length);
+  auto parsed = parse_json_bounded(payload, max_depth_);
+  if (!parsed) return fail(std::move(parsed).error());
+  if (!parsed->is_object()) {
+    return fail(make_error(errc::protocol, std::string("frame holds a JSON ") +
+                                               parsed->type_name() + ", not an object"));
+  }
+  consume(*length);
   return std::optional<nlohmann::json>(std::move(parsed).value());
+}
+
+Result<std::optional<std::string>> FrameReader::next_payload() {
+  auto length = complete_frame_length();
+  if (!length) return std::move(length).error();
+  if (*length == 0) return std::optional<std::string>{};
+  std::string payload = buffer_.substr(offset_ + kFrameHeaderBytes, *length);
+  consume(*length);
+  return std::optional<std::string>(std::move(payload));
 }
 
 }  // namespace loopr::proto

@@ -23,6 +23,12 @@ inline constexpr std::size_t kMaxFramePayload = std::size_t{16} * 1024 * 1024;
 // kMaxFramePayload (errc::too_large). Never throws.
 Result<std::string> encode_frame(const nlohmann::json& object);
 
+// Header + `payload` as it is, for links whose payload is not one JSON object
+// (the warm worker's, proto/worker_messages.hpp). Refuses an empty payload
+// and one over `max_payload` (errc::too_large).
+Result<std::string> encode_raw_frame(std::string_view payload,
+                                     std::size_t max_payload = kMaxFramePayload);
+
 // Incremental decoder for one direction of one runner link.
 //
 // Contract: feed() whatever bytes the socket produced, then call next() until
@@ -43,6 +49,9 @@ class FrameReader {
 
   void feed(std::string_view bytes);
   Result<std::optional<nlohmann::json>> next();
+  // The next frame's payload as it is, not parsed (same caps and errors, but
+  // any bytes are accepted). Use one of next() and next_payload() per link.
+  Result<std::optional<std::string>> next_payload();
 
   bool failed() const { return error_.has_value(); }
   // Bytes received but not yet returned as frames.
@@ -50,6 +59,10 @@ class FrameReader {
 
  private:
   Error fail(Error error);
+  // The length of the complete frame at the front, 0 if more bytes are
+  // needed, or an Error (already recorded) for a bad header.
+  Result<std::size_t> complete_frame_length();
+  void consume(std::size_t length);
 
   std::size_t max_payload_;
   std::size_t max_depth_;
