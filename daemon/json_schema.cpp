@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/edit_distance.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::daemon {
@@ -300,23 +301,6 @@ std::size_t code_points(std::string_view text) {
   return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
     return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   }));
-}
-
-// Levenshtein distance, for "did you mean" on short names.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 // ---------------------------------------------------------------------------
@@ -1471,7 +1455,7 @@ class Evaluator {
       std::size_t best = std::max<std::size_t>(1, name.size() / 3) + 1;
       std::string_view suggestion;
       for (const auto& property : rules.properties) {
-        const std::size_t distance = edit_distance(name, property.first);
+        const std::size_t distance = edit_distance(name, property.first, best - 1);
         if (distance < best) {
           best = distance;
           suggestion = property.first;

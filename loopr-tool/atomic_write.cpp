@@ -159,7 +159,7 @@ Result<void> refuse_git_metadata_before_creating(const Worktree& worktree,
     std::string folder = ".";
     for (std::size_t i = 0; i < parts.size(); ++i)
       folder = i == 0 ? parts[i] : folder + "/" + parts[i];
-    if (auto dir = worktree.open(folder, O_RDONLY | O_DIRECTORY)) {
+    if (auto dir = worktree.probe(folder, O_RDONLY | O_DIRECTORY)) {
       return refuse_git_metadata(worktree, ParentDir{std::move(*dir), leaf, relative});
     }
     if (parts.empty()) return {};  // open_parent() reports why the root cannot be opened

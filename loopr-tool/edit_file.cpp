@@ -681,12 +681,12 @@ Result<Json> edit_file(const Worktree& worktree, const Json& raw) {
                         "all of it, use write_file");
     }
   } else if (!creating) {
-    return make_error(errc::not_found,
-                      "no such file: '" + *rel + "'" +
-                          (request->expected_hash ? " (it was read before, and is gone now)" : ""),
-                      "check the path with list_directory or glob; to create the file, call "
-                      "edit_file with an empty old_string and the content as new_string, or use "
-                      "write_file");
+    return worktree.not_found(
+        *rel,
+        "no such file: '" + *rel + "'" +
+            (request->expected_hash ? " (it was read before, and is gone now)" : ""),
+        "check the path with list_directory or glob; to create the file, call edit_file with an "
+        "empty old_string and the content as new_string, or use write_file");
   }
 
   const bool crlf = uses_crlf(original);

@@ -75,8 +75,8 @@ Result<Json> file_delete(const Worktree& worktree, const Json& raw) {
   struct stat st {};
   if (::fstatat(parent->dir.get(), parent->leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) {
-      return make_error(errc::not_found, "no such file or folder: '" + *rel + "'",
-                        "check the path with list_directory");
+      return worktree.not_found(*rel, "no such file or folder: '" + *rel + "'",
+                                "check the path with list_directory");
     }
     return errno_error(errno, "cannot stat", *rel);
   }

@@ -169,7 +169,7 @@ class Walk {
       return UniqueFd(::openat(item.parent->fd.get(), item.name.c_str(),
                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     }
-    auto opened = worktree_.open(item.relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    auto opened = worktree_.probe(item.relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     return opened ? std::move(*opened) : UniqueFd();
   }
 

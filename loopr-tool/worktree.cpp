@@ -9,6 +9,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "loopr-tool/path_suggestion.hpp"
+
 namespace loopr::tool {
 namespace {
 
@@ -77,8 +79,27 @@ Result<std::string> Worktree::relative(std::string_view argument) const {
 Result<UniqueFd> Worktree::open(std::string_view relative, int flags, mode_t mode) const {
   const std::string path(relative.empty() ? "." : relative);
   const int fd = sys_openat2(root_.get(), path.c_str(), flags, mode, kResolve);
+  if (fd >= 0) return UniqueFd(fd);
+  Error error = open_error(errno, path);
+  if (error.code != errc::not_found) return error;
+  return not_found(path, std::move(error.message), std::move(error.hint));
+}
+
+Result<UniqueFd> Worktree::probe(std::string_view relative, int flags) const {
+  const std::string path(relative.empty() ? "." : relative);
+  const int fd = sys_openat2(root_.get(), path.c_str(), flags, 0, kResolve);
   if (fd < 0) return open_error(errno, path);
   return UniqueFd(fd);
+}
+
+Error Worktree::not_found(std::string_view relative, std::string message, std::string hint) const {
+  Error error = make_error(errc::not_found, std::move(message), std::move(hint));
+  if (auto nearest = nearest_existing_path(*this, relative)) {
+    error.hint = "did you mean '" + *nearest + "'?" +
+                 (error.hint.empty() ? std::string() : " If not, " + error.hint);
+    error.details = {{"did_you_mean", *nearest}};
+  }
+  return error;
 }
 
 Result<ParentDir> Worktree::open_parent(std::string_view relative, bool create_parents) const {
@@ -100,13 +121,17 @@ Result<ParentDir> Worktree::open_parent(std::string_view relative, bool create_p
   }
   for (const std::string& part : parts) {
     parent = parent == "." ? part : parent + "/" + part;
-    auto next = open(parent, O_RDONLY | O_DIRECTORY);
+    auto next = probe(parent, O_RDONLY | O_DIRECTORY);
     if (!next && next.error().code == errc::not_found && create_parents) {
       // `dir` was resolved beneath the root, so the new directory is too.
       if (::mkdirat(dir.get(), part.c_str(), 0777) != 0 && errno != EEXIST) {
         return errno_error(errno, "cannot create directory", parent);
       }
-      next = open(parent, O_RDONLY | O_DIRECTORY);
+      next = probe(parent, O_RDONLY | O_DIRECTORY);
+    }
+    if (!next && next.error().code == errc::not_found) {
+      Error missing = std::move(next).error();
+      return not_found(relative, std::move(missing.message), std::move(missing.hint));
     }
     if (!next) return std::move(next).error();
     dir = std::move(*next);

@@ -50,11 +50,27 @@ class Worktree {
   // openat2(root, relative, {flags | O_CLOEXEC, mode, RESOLVE_BENEATH |
   // RESOLVE_NO_MAGICLINKS}). Errors are tool errors that name the path:
   // EXDEV/ELOOP escapes -> path_outside_worktree, ENOENT -> not_found.
+  // A missing path is not_found() with the nearest existing path suggested.
   Result<UniqueFd> open(std::string_view relative, int flags, mode_t mode = 0) const;
+
+  // open() for a caller that only asks whether a path is there (or walks a
+  // tree): a missing path is a plain not_found, without the search for a
+  // near name that open() makes.
+  Result<UniqueFd> probe(std::string_view relative, int flags) const;
+
+  // The not_found error for `relative`, a path a tool was given: `message`
+  // and `hint` as given, and when an existing path is close to it
+  // (nearest_existing_path, loopr-tool/path_suggestion.hpp) the hint starts
+  // with "did you mean '<path>'?" and details.did_you_mean names it. Every
+  // not_found for a tool's path argument is made here (read_whole_file's, for
+  // a file gone since it was found, excepted). Costs a bounded walk of the
+  // tree: call it for the error a tool returns, not for a path it probes.
+  Error not_found(std::string_view relative, std::string message, std::string hint) const;
 
   // Opens the directory that will hold `relative`'s last component. With
   // create_parents, missing directories are made (mode 0777 & ~umask), each one
-  // created relative to a parent resolved beneath the root.
+  // created relative to a parent resolved beneath the root; without, a missing
+  // one is not_found() with the nearest existing path to all of `relative`.
   Result<ParentDir> open_parent(std::string_view relative, bool create_parents) const;
 
   // True if a component of the normalized relative path is ".git". Tools never
