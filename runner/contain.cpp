@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,8 +29,9 @@ namespace loopr::runner {
 namespace {
 
 constexpr int kSetupFailedStatus = 126;
-constexpr int kSetupErrorFd = 3;  // in the job's main process, until exec
-constexpr int kToolBinaryFd = 4;  // likewise
+constexpr int kSetupErrorFd = 3;    // in the job's main process, until exec
+constexpr int kToolBinaryFd = 4;    // likewise
+constexpr int kWorkerFilterFd = 5;  // a warm worker's filter, kept across exec
 
 struct Pipe {
   UniqueFd read;
@@ -110,10 +112,15 @@ struct ExecImage {
   LandlockPolicy landlock;
 };
 
-ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
+ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job, bool warm_worker) {
   ExecImage image;
-  image.argv_strings = {runs_in_fetch_binary(job.tool) ? "loopr-fetch" : "loopr-tool", job.tool,
-                        "--worktree", job.worktree};
+  if (warm_worker) {
+    image.argv_strings = {"loopr-tool", "--serve",     "--worktree",
+                          job.worktree, "--filter-fd", std::to_string(kWorkerFilterFd)};
+  } else {
+    image.argv_strings = {runs_in_fetch_binary(job.tool) ? "loopr-fetch" : "loopr-tool", job.tool,
+                          "--worktree", job.worktree};
+  }
   LaneFacts facts;
   facts.lane = spec.lane;
   facts.job_init = !spec.sandbox_off;
@@ -138,28 +145,35 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job) {
   return image;
 }
 
-[[noreturn]] void exec_job_main(const LaneSandbox& lane, int tool_binary, const JobLaunch& job,
-                                const ExecImage& image, int stdin_fd, int stdout_fd, int stderr_fd,
-                                int setup_fd, const SeccompProgram* seccomp) {
+[[noreturn]] void exec_job_main(const LaneSandbox& lane, const StartFds& start,
+                                const JobLaunch& job, const ExecImage& image,
+                                const SeccompProgram* seccomp) {
   ::setsid();
   // Move every fd the job needs above the ones being assigned, then into
-  // place: 0-2 the job's streams, 3 the setup-error pipe, 4 the tool binary.
-  // A plain dup2 could overwrite one of them that happens to sit at 0-4.
-  const int wanted[] = {stdin_fd, stdout_fd, stderr_fd, setup_fd, tool_binary};
-  int high[5];
-  for (int i = 0; i < 5; ++i) {
+  // place: 0-2 the job's streams, 3 the setup-error pipe, 4 the tool binary,
+  // 5 a worker's filter. A plain dup2 could overwrite one that sits at 0-5.
+  const int wanted[] = {start.stdin_fd, start.stdout_fd,   start.stderr_fd,
+                        start.setup_fd, start.tool_binary, start.filter};
+  const int count = start.filter >= 0 ? 6 : 5;
+  int high[6];
+  for (int i = 0; i < count; ++i) {
     high[i] = ::fcntl(wanted[i], F_DUPFD_CLOEXEC, 64);
-    if (high[i] < 0) fail_job(setup_fd, step_failed("file descriptors", "F_DUPFD", errno));
+    if (high[i] < 0) fail_job(start.setup_fd, step_failed("file descriptors", "F_DUPFD", errno));
   }
   for (int i = 0; i < 4; ++i) {
-    if (::dup2(high[i], i) < 0) fail_job(setup_fd, step_failed("file descriptors", "dup2", errno));
+    if (::dup2(high[i], i) < 0) {
+      fail_job(start.setup_fd, step_failed("file descriptors", "dup2", errno));
+    }
   }
   if (::dup3(high[4], kToolBinaryFd, O_CLOEXEC) < 0) {
     fail_job(kSetupErrorFd, step_failed("file descriptors", "dup3", errno));
   }
-  // fd 3 and 4 close at exec; nothing above them survives at all.
+  if (count == 6 && ::dup2(high[5], kWorkerFilterFd) < 0) {
+    fail_job(kSetupErrorFd, step_failed("file descriptors", "dup2 the worker's filter", errno));
+  }
+  // fd 3 and 4 close at exec; nothing above the last one survives at all.
   ::fcntl(kSetupErrorFd, F_SETFD, FD_CLOEXEC);
-  ::syscall(SYS_close_range, kToolBinaryFd + 1, ~0u, 0);
+  ::syscall(SYS_close_range, static_cast<unsigned>(count), ~0u, 0);
   if (::chdir(job.cwd.c_str()) != 0) {
     fail_job(kSetupErrorFd, step_failed("working directory", "chdir " + job.cwd, errno));
   }
@@ -272,6 +286,16 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
                     [&] { return compile_seccomp(spec, lane.seccomp_); });
   }
   if (done) {
+    done = run_step(spec, "seccomp-compile", "seccomp", [&]() -> Result<void> {
+      auto program = SeccompProgram::compile_no_new_processes();
+      if (!program) return std::move(program).error();
+      auto sealed = program->sealed_copy();
+      if (!sealed) return std::move(sealed).error();
+      lane.worker_filter_ = std::move(*sealed);
+      return {};
+    });
+  }
+  if (done) {
     done = run_step(spec, "landlock-check", "landlock",
                     [&] { return require_landlock(lane.landlock_abi_); });
   }
@@ -288,7 +312,6 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
                           "': build it (scripts/build.sh) or install it next to loopr-tool, "
                           "then restart looprd");
   }
-  const int binary = fetch ? fetch_binary_.get() : tool_binary_.get();
   UniqueFd stdin_fd(::memfd_create("loopr-job-args", MFD_CLOEXEC));
   if (!stdin_fd) return errno_error(errno, "cannot create the job's stdin", "");
   if (::write(stdin_fd.get(), job.args_json.data(), job.args_json.size()) !=
@@ -303,7 +326,51 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
   if (!err) return std::move(err).error();
   if (!setup) return std::move(setup).error();
 
-  const ExecImage image = prepare_exec(spec_, job);
+  const StartFds fds{stdin_fd.get(), out->write.get(), err->write.get(), setup->write.get(),
+                     fetch ? fetch_binary_.get() : tool_binary_.get()};
+  auto started = clone_job(job, fds, /*warm_worker=*/false);
+  if (!started) return std::move(started).error();
+  RunningJob running;
+  running.pid = started->first;
+  running.pidfd = std::move(started->second);
+  running.stdout_pipe = std::move(out->read);
+  running.stderr_pipe = std::move(err->read);
+  running.setup_errors = std::move(setup->read);
+  return running;
+}
+
+Result<RunningWorker> LaneSandbox::start_worker(const std::string& worktree) const {
+  if (spec_.sandbox_off || !worker_filter_) {
+    return make_error(errc::sandbox_setup, "warm workers run only inside the lane sandbox (lane " +
+                                               spec_.lane + " runs with sandbox = \"off\")");
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return errno_error(errno, "cannot create a warm worker's channel", "");
+  }
+  UniqueFd ours(pair[0]);
+  UniqueFd theirs(pair[1]);
+  auto setup = make_pipe();
+  if (!setup) return std::move(setup).error();
+  JobLaunch launch;
+  launch.tool = "serve";
+  launch.worktree = worktree;
+  launch.cwd = worktree;
+  const StartFds fds{theirs.get(),       theirs.get(),       STDERR_FILENO,
+                     setup->write.get(), tool_binary_.get(), worker_filter_.get()};
+  auto started = clone_job(launch, fds, /*warm_worker=*/true);
+  if (!started) return std::move(started).error();
+  RunningWorker worker;
+  worker.pid = started->first;
+  worker.pidfd = std::move(started->second);
+  worker.channel = std::move(ours);
+  worker.setup_errors = std::move(setup->read);
+  return worker;
+}
+
+Result<std::pair<pid_t, UniqueFd>> LaneSandbox::clone_job(const JobLaunch& job, const StartFds& fds,
+                                                          bool warm_worker) const {
+  const ExecImage image = prepare_exec(spec_, job, warm_worker);
   int pidfd = -1;
   clone_args args{};
   args.flags = CLONE_PIDFD;
@@ -314,33 +381,23 @@ Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
   if (pid < 0) return errno_error(errno, "cannot start the job (clone3)", "");
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across exec: the runner's death ends the job
-    const int setup_fd = setup->write.get();
     const SeccompProgram* seccomp = seccomp_ ? &*seccomp_ : nullptr;
     if (spec_.sandbox_off) {
       ::setpgid(0, 0);
       const pid_t main_pid = ::fork();
-      if (main_pid < 0) fail_job(setup_fd, step_failed("fork", "fork the job's process", errno));
-      if (main_pid == 0) {
-        exec_job_main(*this, binary, job, image, stdin_fd.get(), out->write.get(), err->write.get(),
-                      setup_fd, seccomp);
-      }
+      if (main_pid < 0)
+        fail_job(fds.setup_fd, step_failed("fork", "fork the job's process", errno));
+      if (main_pid == 0) exec_job_main(*this, fds, job, image, seccomp);
       ::syscall(SYS_close_range, 3u, ~0u, 0);
       run_unsandboxed_job_init(main_pid);
     }
     // PID 1 of the job's own PID namespace, and loopr-tool after exec: when
     // it exits, the kernel kills whatever else of the job is left.
-    must(spec_, setup_fd, "job-filesystem", "mount namespace",
+    must(spec_, fds.setup_fd, "job-filesystem", "mount namespace",
          [&] { return build_job_filesystem(job.worktree, spec_.filesystem); });
-    exec_job_main(*this, binary, job, image, stdin_fd.get(), out->write.get(), err->write.get(),
-                  setup_fd, seccomp);
+    exec_job_main(*this, fds, job, image, seccomp);
   }
-  RunningJob running;
-  running.pid = static_cast<pid_t>(pid);
-  running.pidfd.reset(pidfd);
-  running.stdout_pipe = std::move(out->read);
-  running.stderr_pipe = std::move(err->read);
-  running.setup_errors = std::move(setup->read);
-  return running;
+  return std::pair<pid_t, UniqueFd>(static_cast<pid_t>(pid), UniqueFd(pidfd));
 }
 
 }  // namespace loopr::runner

@@ -41,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
@@ -89,6 +90,18 @@ struct JobLaunch {
   std::string egress_token;    // put in the job's proxy URL (egress_proxy_url)
 };
 
+// A warm worker for one worktree (warm_workers.hpp): started like a job (the
+// same PID and mount namespaces, filesystem, rlimits, Landlock, capabilities
+// and lane seccomp filter), but it execs `loopr-tool --serve`, which stacks a
+// filter against new processes (SeccompProgram::compile_no_new_processes)
+// before it reads a call, and then serves calls on `channel` until it closes.
+struct RunningWorker {
+  pid_t pid = -1;         // the worker's PID 1 (itself), a child of the runner
+  UniqueFd pidfd;         // readable once it has exited
+  UniqueFd channel;       // calls out, replies in (proto/worker_messages.hpp)
+  UniqueFd setup_errors;  // EOF at exec; a message if a sandbox step failed
+};
+
 // A started job. The runner owns every fd here.
 struct RunningJob {
   pid_t pid = -1;        // the job's PID 1, a child of the runner
@@ -96,6 +109,18 @@ struct RunningJob {
   UniqueFd stdout_pipe;  // read ends
   UniqueFd stderr_pipe;
   UniqueFd setup_errors;  // EOF at exec; a message if a sandbox step failed
+};
+
+// The fds a job's main process starts from, the runner's: its streams, the
+// setup-error pipe's write end, the binary to exec, and for a warm worker
+// the filter it installs (-1 otherwise).
+struct StartFds {
+  int stdin_fd;
+  int stdout_fd;
+  int stderr_fd;
+  int setup_fd;
+  int tool_binary;
+  int filter = -1;
 };
 
 // The tools loopr-fetch runs (web_fetch, web_search); every other tool is
@@ -115,18 +140,27 @@ class LaneSandbox {
 
   Result<RunningJob> start_job(const JobLaunch& job) const;
 
+  // Refused with the sandbox off (workers exist to be confined). The worker's
+  // stderr is the runner's (looprd's log).
+  Result<RunningWorker> start_worker(const std::string& worktree) const;
+
   const LaneSandboxSpec& spec() const { return spec_; }
   int landlock_abi() const { return landlock_abi_; }
   const LaneCgroupReport& cgroup() const { return cgroup_; }
 
  private:
   LaneSandbox() = default;
+  // Clones the job's PID 1 into the sandbox and execs the tool (or, for a
+  // warm worker, `loopr-tool --serve`) from `fds`; the pid and its pidfd.
+  Result<std::pair<pid_t, UniqueFd>> clone_job(const JobLaunch& job, const StartFds& fds,
+                                               bool warm_worker) const;
 
   LaneSandboxSpec spec_;
   UniqueFd tool_binary_;
   UniqueFd fetch_binary_;  // empty when loopr-fetch was not found
   std::string fetch_binary_path_;
   std::optional<SeccompProgram> seccomp_;
+  UniqueFd worker_filter_;  // compile_no_new_processes(), sealed
   int landlock_abi_ = 0;
   LaneCgroupReport cgroup_;
 };

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "runner/set_id_sweep.hpp"
+#include "runner/tool_exit_status.hpp"
 
 namespace loopr::runner {
 namespace {
@@ -83,7 +84,11 @@ struct LaneRunner::ActiveJob {
 };
 
 LaneRunner::LaneRunner(const LaneSandbox& sandbox, UniqueFd link, LaneRunnerOptions options)
-    : sandbox_(sandbox), link_(std::move(link)), options_(std::move(options)) {
+    : sandbox_(sandbox),
+      link_(std::move(link)),
+      options_(std::move(options)),
+      workers_(sandbox, options_.warm_workers,
+               [this](const proto::RunnerMessage& message) { send(message); }) {
   set_nonblocking(link_.get());
 }
 
@@ -164,6 +169,7 @@ void LaneRunner::handle_message(proto::RunnerMessage message) {
     }
     for (auto& running : active_)
       cancel(running->request.job_id);
+    workers_.cancel_all();
   } else {
     std::cerr << "loopr-runner: ignoring a message a runner does not expect\n";
   }
@@ -207,7 +213,8 @@ void LaneRunner::accept_job(proto::Job job) {
 }
 
 void LaneRunner::start_queued_jobs() {
-  while (handshake_done_ && !queue_.empty() && static_cast<int>(active_.size()) < options_.slots) {
+  while (handshake_done_ && !queue_.empty() &&
+         static_cast<int>(active_.size() + workers_.busy()) < options_.slots) {
     proto::Job job = std::move(queue_.front());
     queue_.pop_front();
     start_job(std::move(job));
@@ -215,6 +222,11 @@ void LaneRunner::start_queued_jobs() {
 }
 
 void LaneRunner::start_job(proto::Job job) {
+  const std::uint64_t output_cap =
+      std::clamp<std::uint64_t>(job.max_output_bytes, 1, kMaxCapturePerStream);
+  const auto call_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::clamp<std::uint64_t>(job.timeout_ms, 1, 86'400'000)));
+  if (workers_.try_start(job, output_cap, call_timeout)) return;
   JobLaunch launch;
   launch.tool = job.tool;
   launch.args_json = job.args.dump();
@@ -222,19 +234,15 @@ void LaneRunner::start_job(proto::Job job) {
   launch.cwd = job.cwd;
   launch.env = job.env;
   launch.egress_token = job.egress_token;
-  const std::uint64_t cap =
-      std::clamp<std::uint64_t>(job.max_output_bytes, 1, kMaxCapturePerStream);
-  launch.max_output_bytes = static_cast<std::int64_t>(cap);
+  launch.max_output_bytes = static_cast<std::int64_t>(output_cap);
   launch.stream_output = options_.stream_output;
   auto running = sandbox_.start_job(launch);
   if (!running) return send_error_result(job.job_id, running.error().message);
   set_nonblocking(running->stdout_pipe.get());
   set_nonblocking(running->stderr_pipe.get());
   set_nonblocking(running->setup_errors.get());
-  const auto timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::clamp<std::uint64_t>(job.timeout_ms, 1, 86'400'000)));
-  auto active = std::make_unique<ActiveJob>(std::move(job), std::move(*running), cap);
-  active->deadline = active->started + timeout;
+  auto active = std::make_unique<ActiveJob>(std::move(job), std::move(*running), output_cap);
+  active->deadline = active->started + call_timeout;
   active_.push_back(std::move(active));
 }
 
@@ -247,6 +255,10 @@ void LaneRunner::cancel(const std::string& job_id) {
     result.job_id = job_id;
     result.status = proto::JobStatus::cancelled;
     send(result);
+    return;
+  }
+  if (workers_.cancel(job_id)) {
+    send(proto::CancelAck{job_id, true});
     return;
   }
   for (auto& job : active_) {
@@ -331,13 +343,8 @@ void LaneRunner::finish_job(ActiveJob& job) {
     result.status = proto::JobStatus::timeout;
     result.error = "the job ran past its timeout of " + std::to_string(job.request.timeout_ms) +
                    " ms and was stopped; output so far is kept";
-  } else if (code == 0) {
-    result.status = proto::JobStatus::success;
-  } else if (code == 1) {
-    result.status = proto::JobStatus::failed;
   } else {
-    result.status = proto::JobStatus::error;
-    result.error = "loopr-tool exited with status " + std::to_string(code);
+    set_status_from_exit(result, code);
   }
   send(result);
 }
@@ -363,6 +370,10 @@ int LaneRunner::next_timeout_ms(Clock::time_point now) const {
     const Clock::time_point at = job->kill_at ? *job->kill_at : job->deadline;
     if (!next || at < *next) next = at;
   }
+  if (const auto worker_next = workers_.next_wakeup();
+      worker_next && (!next || *worker_next < *next)) {
+    next = worker_next;
+  }
   if (!next) return -1;
   const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count();
   return static_cast<int>(std::clamp<std::int64_t>(wait + 1, 0, 60'000));
@@ -378,7 +389,8 @@ int LaneRunner::serve() {
   bool peer_closed = false;
   for (;;) {
     if (link_failed_) return 1;
-    if ((shutting_down_ || peer_closed) && active_.empty() && queue_.empty()) {
+    if ((shutting_down_ || peer_closed) && active_.empty() && queue_.empty() &&
+        workers_.busy() == 0) {
       flush_outbox();
       return 0;
     }
@@ -404,6 +416,8 @@ int LaneRunner::serve() {
         owners.emplace_back(job.get(), 2);
       }
     }
+    const std::size_t worker_fds_at = fds.size();
+    workers_.add_poll_fds(fds);
     const int ready = ::poll(fds.data(), fds.size(), next_timeout_ms(Clock::now()));
     if (ready < 0 && errno != EINTR) {
       std::cerr << "loopr-runner: poll failed: " << std::strerror(errno) << "\n";
@@ -436,9 +450,11 @@ int LaneRunner::serve() {
         for (auto& job : active_) {
           if (!job->exited) ::kill(job->process.pid, SIGKILL);
         }
+        workers_.abandon();
         queue_.clear();
       }
     }
+    if (ready > 0) workers_.handle_poll(fds.data() + worker_fds_at, fds.size() - worker_fds_at);
     for (std::size_t k = 0; ready > 0 && k < owners.size(); ++k) {
       if (!(fds[k + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       auto [job, which] = owners[k];
@@ -458,6 +474,7 @@ int LaneRunner::serve() {
     }
     start_queued_jobs();
     enforce_deadlines(Clock::now());
+    workers_.enforce(Clock::now());
     if (!peer_closed && !flush_outbox()) peer_closed = true;
   }
 }

@@ -6,7 +6,9 @@
 // queue. A timed-out or cancelled job gets SIGTERM to its PID 1 (loopr-tool,
 // which stops its command, every process of the job, and reports what it
 // has), then SIGKILL to its PID 1 after the grace period, which tears down
-// its PID namespace. Output is held within the job's max_output_bytes per
+// its PID namespace. The file tools go to the lane's warm workers instead
+// (warm_workers.hpp) when one can take the call; their calls count against
+// the same slots. Output is held within the job's max_output_bytes per
 // stream (OutputCapture), lowered if need be so that a result always fits in
 // one frame; with stream_output (the heavy lane) it is also sent as
 // output_chunk frames as it arrives, and job pipes are not read while the
@@ -26,11 +28,13 @@
 #include "proto/frame_codec.hpp"
 #include "proto/runner_messages.hpp"
 #include "runner/contain.hpp"
+#include "runner/warm_workers.hpp"
 
 namespace loopr::runner {
 
 struct LaneRunnerOptions {
-  int slots = 2;
+  int slots = 2;  // jobs and warm-worker calls at once
+  WarmWorkerOptions warm_workers;
   bool stream_output = false;
   std::chrono::milliseconds term_grace{500};
   std::vector<std::string> writable_roots;  // job worktrees must lie beneath one
@@ -71,6 +75,7 @@ class LaneRunner {
   std::size_t outbox_offset_ = 0;
   std::deque<proto::Job> queue_;
   std::vector<std::unique_ptr<ActiveJob>> active_;
+  WarmWorkers workers_;
   bool handshake_done_ = false;
   bool shutting_down_ = false;
   bool link_failed_ = false;

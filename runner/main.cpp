@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-processes", spec.limits.max_processes,
                  "processes per job (RLIMIT_NPROC), and per slot in the lane's pids cgroup");
   app.add_option("--term-grace-ms", grace_ms, "TERM to KILL grace")->check(CLI::Range(0, 60000));
+  app.add_option("--warm-workers", options.warm_workers.max_workers,
+                 "resident workers for the file tools, at most this many (0: a process per call)")
+      ->check(CLI::Range(0, 256));
+  int worker_idle_ms = static_cast<int>(options.warm_workers.idle_timeout.count());
+  app.add_option("--warm-worker-idle-ms", worker_idle_ms,
+                 "a warm worker without a call for this long is stopped")
+      ->check(CLI::Range(100, 86'400'000));
   app.add_option("--sandbox", sandbox_mode, "on, or off (no isolation at all)")
       ->check(CLI::IsMember({"on", "off"}));
   std::vector<std::string> injectable(loopr::runner::kInjectableLaneSteps.begin(),
@@ -110,6 +117,7 @@ int main(int argc, char** argv) {
   spec.limits.max_file_bytes = max_file_mb << 20;
   options.writable_roots = spec.filesystem.writable_roots;
   options.term_grace = std::chrono::milliseconds(grace_ms);
+  options.warm_workers.idle_timeout = std::chrono::milliseconds(worker_idle_ms);
   spec.filesystem.hidden_paths = default_hidden_paths();
   spec.filesystem.hidden_paths.insert(spec.filesystem.hidden_paths.end(), extra_hidden.begin(),
                                       extra_hidden.end());

@@ -1,5 +1,6 @@
 #include "runner/seccomp_filter.hpp"
 
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -141,10 +142,32 @@ Result<SeccompProgram> SeccompProgram::compile(bool deny_network, bool deny_set_
     }
   }
 
+  return export_program(ctx.get());
+}
+
+Result<SeccompProgram> SeccompProgram::compile_no_new_processes() {
+  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return step_failed(kStep, "seccomp_init");
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0) {
+    return step_failed(kStep, "set the bad-architecture action");
+  }
+  const std::uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+  for (const char* name : {"execve", "execveat", "fork", "vfork"}) {
+    if (auto r = add(ctx.get(), deny, name); !r) return std::move(r).error();
+  }
+  if (auto r = add(ctx.get(), deny, "clone", {SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)});
+      !r) {
+    return std::move(r).error();
+  }
+  if (auto r = add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), "clone3"); !r) return std::move(r).error();
+  return export_program(ctx.get());
+}
+
+Result<SeccompProgram> SeccompProgram::export_program(void* ctx) {
   // Export the BPF once; jobs load it with one seccomp() call.
   UniqueFd memory(::memfd_create("loopr-seccomp", MFD_CLOEXEC));
   if (!memory) return step_failed(kStep, "memfd_create", errno);
-  if (const int rc = seccomp_export_bpf(ctx.get(), memory.get()); rc != 0) {
+  if (const int rc = seccomp_export_bpf(ctx, memory.get()); rc != 0) {
     return step_failed(kStep, "export the filter", -rc);
   }
   const off_t size = ::lseek(memory.get(), 0, SEEK_END);
@@ -158,6 +181,20 @@ Result<SeccompProgram> SeccompProgram::compile(bool deny_network, bool deny_set_
     return step_failed(kStep, "read the exported filter", errno);
   }
   return program;
+}
+
+Result<UniqueFd> SeccompProgram::sealed_copy() const {
+  UniqueFd memory(::memfd_create("loopr-worker-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!memory) return step_failed(kStep, "memfd_create", errno);
+  const std::size_t bytes = instructions_.size() * sizeof(sock_filter);
+  if (::write(memory.get(), instructions_.data(), bytes) != static_cast<ssize_t>(bytes)) {
+    return step_failed(kStep, "write the filter to a memfd", errno);
+  }
+  if (::fcntl(memory.get(), F_ADD_SEALS,
+              F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+    return step_failed(kStep, "seal the filter's memfd", errno);
+  }
+  return memory;
 }
 
 Result<void> SeccompProgram::install() const {

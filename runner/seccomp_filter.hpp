@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/unique_fd.hpp"
 
 namespace loopr::runner {
 
@@ -30,6 +31,16 @@ class SeccompProgram {
   // (looprd as root, SECURITY class 24).
   static Result<SeccompProgram> compile(bool deny_network, bool deny_set_id_bits);
 
+  // The warm worker's second filter, stacked on the lane's (the kernel runs
+  // both; the stricter action wins): no execve or execveat, and no new
+  // process — fork, vfork, and clone without CLONE_THREAD get EPERM (threads
+  // stay allowed: grep walks a tree on several); clone3 is already ENOSYS.
+  static Result<SeccompProgram> compile_no_new_processes();
+
+  // The program in a sealed memfd (no write, grow or shrink), to hand to a
+  // process that installs it itself after exec (loopr-tool --serve).
+  Result<UniqueFd> sealed_copy() const;
+
   // Installs the filter on the calling thread (inherited across fork and
   // exec). Needs no_new_privs set first. Called in a job child forked from
   // the single-threaded runner, where allocating is safe.
@@ -38,6 +49,8 @@ class SeccompProgram {
   std::size_t instruction_count() const { return instructions_.size(); }
 
  private:
+  static Result<SeccompProgram> export_program(void* ctx);
+
   std::vector<sock_filter> instructions_;
 };
 
