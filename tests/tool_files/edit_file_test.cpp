@@ -434,13 +434,13 @@ RC_GTEST_FIXTURE_PROP(EditFile, AnEditAndItsReverseRestoreTheFileByteForByte, ()
   for (char c : text)
     file += crlf && c == '\n' ? std::string("\r\n") : std::string(1, c);
   tree_.write("p.txt", file);
-  auto forward = edit_file(
-      worktree_, {{"path", "p.txt"}, {"old_string", old_string}, {"new_string", new_string}});
+  auto forward =
+      call(edit_file, {{"path", "p.txt"}, {"old_string", old_string}, {"new_string", new_string}});
   RC_ASSERT(forward.ok());
   // A file left with no line break at all has no line-ending style to keep.
   RC_PRE(!crlf || tree_.read("p.txt").find('\n') != std::string::npos);
-  auto reverse = edit_file(
-      worktree_, {{"path", "p.txt"}, {"old_string", new_string}, {"new_string", old_string}});
+  auto reverse =
+      call(edit_file, {{"path", "p.txt"}, {"old_string", new_string}, {"new_string", old_string}});
   RC_ASSERT(reverse.ok());
   RC_ASSERT(tree_.read("p.txt") == file);
 }

@@ -128,7 +128,7 @@ TEST_F(PathEscape, ASymlinkSwapRacingWritesNeverEscapes) {
   int inside = 0;
   int refused = 0;
   for (int i = 0; i < 3000; ++i) {
-    auto result = tool::write_file(worktree_, {{"path", "sub/file"}, {"content", "w"}});
+    auto result = call(tool::write_file, {{"path", "sub/file"}, {"content", "w"}});
     if (result) {
       ++inside;
     } else {
@@ -170,8 +170,8 @@ TEST_F(PathEscape, ASymlinkSwapRacingEditsNeverEscapes) {
   int refused = 0;
   for (int i = 0; i < 1500; ++i) {
     for (const auto& [from, to] : {std::pair{"a", "b"}, std::pair{"b", "a"}}) {
-      auto result = tool::edit_file(
-          worktree_, {{"path", "sub/file"}, {"old_string", from}, {"new_string", to}});
+      auto result =
+          call(tool::edit_file, {{"path", "sub/file"}, {"old_string", from}, {"new_string", to}});
       if (result) {
         ++applied;
         continue;

@@ -140,9 +140,9 @@ RC_GTEST_FIXTURE_PROP(WriteFile, WriteThenReadReturnsTheContentByteForByte,
   std::string text = to_lossy_utf8(raw);
   std::erase(text, '\0');
   std::erase(text, '\r');
-  RC_ASSERT(write_file(worktree_, {{"path", "prop.txt"}, {"content", text}}).ok());
+  RC_ASSERT(call(write_file, {{"path", "prop.txt"}, {"content", text}}).ok());
   RC_ASSERT(tree_.read("prop.txt") == text);
-  auto out = read_file(worktree_, {{"path", "prop.txt"}, {"limit", 10000}});
+  auto out = call(read_file, {{"path", "prop.txt"}, {"limit", 10000}});
   RC_ASSERT(out.ok());
   std::string joined;
   const std::string content = (*out)["content"];

@@ -4,6 +4,7 @@
 
 #include "loopr-tool/tools.hpp"
 #include "tests/support/temp_tree.hpp"
+#include "tests/support/tool_front_end.hpp"
 
 namespace loopr::tool {
 namespace {
@@ -15,12 +16,9 @@ void set_mtime(const test::TempTree& tree, const std::string& relative, time_t s
 
 class tool_search_GlobTool : public testing::Test {
  protected:
-  Result<Json> run(const Json& args) {
-    auto worktree = Worktree::open(tree.root());
-    EXPECT_TRUE(worktree.ok());
-    return glob(*worktree, args);
-  }
+  Result<Json> run(const Json& args) { return tools.call(glob, args); }
   test::TempTree tree;
+  test::ToolFrontEnd tools{tree.root()};
 };
 
 TEST_F(tool_search_GlobTool, NewestFirstThenPath) {

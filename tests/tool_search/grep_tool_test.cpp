@@ -2,23 +2,21 @@
 
 #include "loopr-tool/tools.hpp"
 #include "tests/support/temp_tree.hpp"
+#include "tests/support/tool_front_end.hpp"
 
 namespace loopr::tool {
 namespace {
 
 class tool_search_GrepTool : public testing::Test {
  protected:
-  Result<Json> run(const Json& args) {
-    auto worktree = Worktree::open(tree.root());
-    EXPECT_TRUE(worktree.ok());
-    return grep(*worktree, args);
-  }
+  Result<Json> run(const Json& args) { return tools.call(grep, args); }
   Json ok(const Json& args) {
     auto result = run(args);
     EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
     return result.ok() ? *result : Json();
   }
   test::TempTree tree;
+  test::ToolFrontEnd tools{tree.root()};
 };
 
 TEST_F(tool_search_GrepTool, ContentModeSortedByPath) {
@@ -173,13 +171,13 @@ TEST_F(tool_search_GrepTool, LiteralPrefilterKeepsEveryMatch) {
 TEST_F(tool_search_GrepTool, LargeFileIsMappedAndSearchedToTheEnd) {
   std::string big;
   const std::string line = "filler line of text without the word\n";
-  while (big.size() < (17u << 20)) big += line;
+  while (big.size() < (17u << 20))
+    big += line;
   const std::uint64_t lines = big.size() / line.size();
   big += "the needle at the end\n";
   tree.write("big.txt", big);
   const Json result = ok({{"pattern", "needle"}});
-  EXPECT_EQ(result["content"],
-            "big.txt:" + std::to_string(lines + 1) + ":the needle at the end\n");
+  EXPECT_EQ(result["content"], "big.txt:" + std::to_string(lines + 1) + ":the needle at the end\n");
 }
 
 TEST_F(tool_search_GrepTool, CatastrophicPatternEnds) {
