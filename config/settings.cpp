@@ -243,7 +243,8 @@ class SettingsReader {
       }
       detail::require_table(lt, base);
       detail::refuse_unknown_keys(lt, base,
-                                  {"slots", "network", "memory_mb", "pids_max", "cpu_weight"});
+                                  {"slots", "network", "memory_mb", "pids_max", "cpu_weight",
+                                   "warm_workers", "warm_worker_idle_s"});
       auto& ls = s_.lanes[lane];
       for (const auto& entry : detail::entries(lt)) {
         const toml::value& v = *entry.value;
@@ -264,6 +265,10 @@ class SettingsReader {
           ls.pids_max = detail::read_integer_in(v, key, 8, 4194304, "processes");
         } else if (entry.key == "cpu_weight") {
           ls.cpu_weight = detail::read_integer_in(v, key, 1, 10000, "cgroup cpu.weight");
+        } else if (entry.key == "warm_workers") {
+          ls.warm_workers = detail::read_integer_in(v, key, 0, 256, "resident workers");
+        } else if (entry.key == "warm_worker_idle_s") {
+          ls.warm_worker_idle_s = detail::read_integer_in(v, key, 1, 86400, "seconds");
         }
       }
     }

@@ -75,6 +75,11 @@ struct LaneSettings {
   std::optional<std::int64_t> memory_mb;
   std::optional<std::int64_t> pids_max;
   std::optional<std::int64_t> cpu_weight;  // cgroup v2 cpu.weight, 1..10000
+  // Resident workers that serve the file tools without a process per call
+  // (runner/warm_workers.hpp): at most this many in the lane (0: a process
+  // per call), each stopped after warm_worker_idle_s without a call.
+  std::int64_t warm_workers = 8;
+  std::int64_t warm_worker_idle_s = 60;
 };
 
 struct ApprovalSettings {
@@ -214,7 +219,7 @@ struct BudgetSettings {
 // [scheduler]: how many loops run at once (0: no limit). Loops beyond the
 // limits wait as `queued` ("waiting for a slot").
 struct SchedulerSettings {
-  std::int64_t max_running = 4;  // all loops together
+  std::int64_t max_running = 4;       // all loops together
   std::int64_t max_running_plan = 0;  // per type; 0: only max_running applies
   std::int64_t max_running_spec = 0;
   std::int64_t max_running_phase = 0;

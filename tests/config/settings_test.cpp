@@ -90,6 +90,10 @@ api_key_env = ""
 
 [llm]
 provider = "local"
+
+[lanes.no-net]
+warm_workers = 0
+warm_worker_idle_s = 5
 )");
   const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
   EXPECT_EQ(s.daemon.log_level, LogLevel::debug);
@@ -97,6 +101,9 @@ provider = "local"
   EXPECT_THAT(s.sandbox.read_paths, ElementsAre("/home/ada/.cargo", "/opt/sdk"));
   EXPECT_EQ(s.lanes.at("heavy").slots, 2);
   EXPECT_EQ(s.lanes.at("heavy").cpu_weight, 200);
+  EXPECT_EQ(s.lanes.at("no-net").warm_workers, 0);
+  EXPECT_EQ(s.lanes.at("no-net").warm_worker_idle_s, 5);
+  EXPECT_EQ(s.lanes.at("net").warm_workers, 8);
   EXPECT_EQ(s.lanes.at("heavy").memory_mb, Settings::defaults().lanes.at("heavy").memory_mb);
   EXPECT_EQ(s.commands.build, "make -j2");
   EXPECT_EQ(s.loops.at("code").max_iterations, 7);
@@ -212,6 +219,8 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
        "loopr.toml:2: lanes.no-net.network:", "never has network"},
       {"[lanes.net]\nslots = 0\n", "loopr.toml:2: lanes.net.slots:", "positive"},
       {"[lanes.gpu]\nslots = 1\n", "loopr.toml:1: lanes.gpu:", "no-net, net and heavy"},
+      {"[lanes.no-net]\nwarm_workers = 300\n",
+       "loopr.toml:2: lanes.no-net.warm_workers:", "at most 256"},
       {"[lanes.heavy]\ncpu_weight = 20000\n",
        "loopr.toml:2: lanes.heavy.cpu_weight:", "at most 10000"},
       {"[approval]\ndefault = \"yes\"\n", "loopr.toml:2: approval.default:", "auto, ask, deny"},
