@@ -8,7 +8,7 @@ namespace loopr::daemon {
 
 ProviderRegistry::ProviderRegistry(asio::io_context& io, const config::Settings& settings,
                                    config::EnvLookup env)
-    : settings_(settings), env_(std::move(env)), http_(io) {}
+    : settings_(settings), env_(std::move(env)), io_(io) {}
 
 ProviderRegistry::~ProviderRegistry() = default;
 
@@ -18,8 +18,17 @@ Result<llm::Provider*> ProviderRegistry::get(const std::string& name) {
   if (settings == settings_.providers.end()) {
     return make_error(errc::invalid_arguments, "no provider '" + name + "' in loopr.toml");
   }
+  if (!http_) {
+    try {
+      http_ = std::make_unique<llm::HttpClient>(io_);
+    } catch (const std::exception& e) {
+      return make_error(
+          errc::internal, std::string("cannot start the HTTP client: ") + e.what(),
+          "check that libcurl is installed (scripts/install-deps.sh), then try again");
+    }
+  }
   std::vector<std::string> notes;
-  auto made = llm::make_provider(settings->second, http_, env_, &notes);
+  auto made = llm::make_provider(settings->second, *http_, env_, &notes);
   for (const std::string& note : notes)
     spdlog::warn("provider {}: {}", name, note);
   if (!made) {
