@@ -165,10 +165,13 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
   // The daemon's own places: jobs must not even reach them by path.
   const std::string socket_folder =
       std::filesystem::path(options_.paths.socket_path).parent_path().string();
-  for (const std::string& hidden :
-       {socket_folder, options_.paths.state_dir, options_.paths.config_dir}) {
-    argv.push_back("--hide");
-    argv.push_back(hidden);
+  // Passed apart from sandbox.hidden_paths so that an error names the folder.
+  for (const auto& [kind, hidden] :
+       {std::pair<const char*, const std::string&>{"runtime", socket_folder},
+        {"state", options_.paths.state_dir},
+        {"config", options_.paths.config_dir}}) {
+    argv.push_back("--hide-daemon-folder");
+    argv.push_back(std::string(kind) + "=" + hidden);
   }
   for (const std::string& hidden : settings.sandbox.hidden_paths) {
     argv.push_back("--hide");

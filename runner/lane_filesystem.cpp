@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 
 #include "runner/linked_git_dir.hpp"
 #include "runner/open_no_symlinks.hpp"
@@ -21,6 +22,8 @@ namespace {
 constexpr const char* kStep = "mount namespace";
 constexpr const char* kNewRoot = "/newroot";
 constexpr const char* kOldRoot = "/oldroot";
+constexpr const char* kRootsSetting = "sandbox.worktree_roots in loopr.toml";
+constexpr const char* kReadPathsSetting = "sandbox.read_paths in loopr.toml";
 
 Result<void> do_mount(const std::string& source, const std::string& target, const char* type,
                       unsigned long flags, const char* data, const char* what) {
@@ -84,6 +87,44 @@ std::vector<std::string> canonical_paths(const std::vector<std::string>& paths) 
 bool is_within(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
                          path[dir.size()] == '/');
+}
+
+// The hidden paths, canonical, each with where it comes from (for error
+// messages); resolved before the pivot, in the host's view. One the runner
+// cannot resolve there (as root it is nobody on the host by now, and a root
+// such as /root is closed to it) is kept as given, made lexically normal,
+// when it lies in a writable root: it is reached through the root's own
+// mount when covered, refusing symlinks on the way.
+std::map<std::string, std::string> resolve_hidden(const LaneFilesystemSpec& spec,
+                                                  const std::vector<std::string>& writable) {
+  std::map<std::string, std::string> out;
+  for (const std::string& path : spec.hidden_paths) {
+    const auto given = spec.hidden_origins.find(path);
+    const std::string origin =
+        given != spec.hidden_origins.end() ? given->second : "a folder hidden from jobs by default";
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) {
+      if (std::string_view(resolved) != "/") out.emplace(resolved, origin);
+      continue;
+    }
+    if (errno == ENOENT || path.empty() || path.front() != '/') continue;
+    std::string normal = std::filesystem::path(path).lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/')
+      normal.pop_back();
+    if (normal.find("/..") != std::string::npos) continue;
+    if (std::any_of(writable.begin(), writable.end(), [&](const std::string& root) {
+          return normal != root && is_within(normal, root);
+        })) {
+      out.emplace(normal, origin);
+    }
+  }
+  return out;
+}
+
+// `r`, naming the setting or folder `path` came from if it failed.
+Result<void> blamed(Result<void> r, const std::string& path, const std::string& origin) {
+  if (r) return r;
+  return blame_setting(std::move(r).error(), path, origin);
 }
 
 Result<void> set_read_only(const std::string& path, unsigned int flags, const char* what) {
@@ -170,6 +211,25 @@ Result<void> build_dev(const std::string& dev) {
 
 }  // namespace
 
+Result<void> check_writable_roots(const std::vector<std::string>& roots) {
+  for (const std::string& root : roots) {
+    struct stat st {};
+    if (root.empty() || root.front() != '/') {
+      return blame_setting(step_failed(kStep, "writable root '" + root + "' is not absolute"), root,
+                           kRootsSetting);
+    }
+    if (::stat(root.c_str(), &st) != 0) {
+      return blame_setting(step_failed(kStep, "writable root '" + root + "'", errno), root,
+                           kRootsSetting);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return blame_setting(step_failed(kStep, "writable root '" + root + "' is not a folder"), root,
+                           kRootsSetting);
+    }
+  }
+  return {};
+}
+
 Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
                                    std::map<std::string, UniqueFd> root_mounts) {
   // A root with a ready mount was checked and opened before the runner
@@ -184,15 +244,23 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
     struct stat st {};
     if (root.empty() || root.front() != '/' || ::stat(root.c_str(), &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
-      return step_failed(kStep, "writable root '" + root + "' is not an existing folder");
+      return blame_setting(
+          step_failed(kStep, "writable root '" + root + "' is not an existing folder"), root,
+          kRootsSetting);
     }
     const auto resolved = canonical_paths({root});
     writable.insert(writable.end(), resolved.begin(), resolved.end());
   }
   std::sort(writable.begin(), writable.end());
   writable.erase(std::unique(writable.begin(), writable.end()), writable.end());
-  const std::vector<std::string> hidden = canonical_paths(spec.hidden_paths);
+  const std::map<std::string, std::string> origin = resolve_hidden(spec, writable);
+  std::vector<std::string> hidden;
+  for (const auto& entry : origin)
+    hidden.push_back(entry.first);
   const std::vector<std::string> readable = canonical_paths(spec.read_paths);
+  const auto is_root = [&](const std::string& path) {
+    return std::binary_search(writable.begin(), writable.end(), path);
+  };
 
   // Nothing we mount may propagate back to the host.
   if (auto r = do_mount("", "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "make / private"); !r) {
@@ -225,17 +293,19 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
     return step_failed(kStep, "make the host root read-only (mount_setattr, Linux >= 5.12)", errno);
   }
 
+  const auto hide = [&](const std::string& path) {
+    return blamed(do_mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                           "size=1m,mode=0755", "hide"),
+                  path, origin.at(path));
+  };
   std::vector<std::string> hidden_mounted;
   for (const std::string& path : hidden) {
     // The private /tmp, /dev and the job's /proc replace these wholesale.
     if (is_within(path, "/tmp") || is_within(path, "/dev") || is_within(path, "/proc")) continue;
-    const std::string target = root + path;
-    if (!is_directory(target)) continue;
-    if (auto r = do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                          "size=1m,mode=0755", "hide");
-        !r) {
-      return r;
-    }
+    // A root's mount would cover this cover: those are hidden on top of it.
+    if (is_within_any(path, writable)) continue;
+    if (!is_directory(root + path)) continue;
+    if (auto r = hide(path); !r) return r;
     hidden_mounted.push_back(path);
   }
   if (auto r = do_mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
@@ -246,17 +316,71 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
   }
   if (auto r = build_dev(root + "/dev"); !r) return r;
 
-  for (const std::string& path : writable) {
+  // The roots, and the hidden paths inside them (a root exactly at a hidden
+  // path wins) covered on top of their mounts, outer paths first: a root
+  // inside such a hidden path is then recreated in its cover, as in any
+  // other. A read path inside one comes back read-only, from the root's own
+  // mount (as root, the runner may not be able to reach the host's).
+  std::vector<std::string> in_roots;
+  for (const std::string& path : hidden) {
+    if (is_within_any(path, writable) && !is_root(path)) in_roots.push_back(path);
+  }
+  std::vector<std::string> steps = writable;
+  steps.insert(steps.end(), in_roots.begin(), in_roots.end());
+  std::sort(steps.begin(), steps.end());
+  for (const std::string& path : steps) {
     const std::string target = root + path;
-    if (!exists(target)) {
-      if (auto r = make_directories(target); !r) return r;
-    }
-    if (auto mount = root_mounts.find(path); mount != root_mounts.end()) {
-      if (auto r = attach_tree(mount->second, target); !r) return r;
+    if (!is_root(path)) {
+      // Through the root's mount, with no symlink on the way: a path kept
+      // as given (resolve_hidden) must be the folder it names.
+      const UniqueFd folder = open_no_symlinks(AT_FDCWD, target, O_PATH | O_DIRECTORY);
+      if (!folder && (errno == ENOENT || errno == ENOTDIR)) continue;
+      if (!folder) {
+        return blame_setting(
+            step_failed(kStep, "open the folder to hide " + path + " (no symlinks)", errno), path,
+            origin.at(path));
+      }
+      struct Kept {
+        std::string path;
+        UniqueFd tree;
+      };
+      std::vector<Kept> kept;
+      for (const std::string& read : readable) {
+        if (!is_within(read, path) || !exists(root + read)) continue;
+        auto tree = clone_tree(root + read);
+        if (!tree) return blame_setting(std::move(tree).error(), read, kReadPathsSetting);
+        if (auto r = blamed(set_tree_read_only(*tree, read), read, kReadPathsSetting); !r) return r;
+        kept.push_back({read, std::move(*tree)});
+      }
+      if (auto r = hide(path); !r) return r;
+      hidden_mounted.push_back(path);
+      for (const Kept& read : kept) {
+        struct stat st {};
+        if (::fstat(read.tree.get(), &st) != 0)
+          return blame_setting(step_failed(kStep, "stat " + read.path, errno), read.path,
+                               kReadPathsSetting);
+        if (auto r = blamed(make_mount_point(root + read.path, S_ISDIR(st.st_mode)), read.path,
+                            kReadPathsSetting);
+            !r) {
+          return r;
+        }
+        if (auto r = blamed(attach_tree(read.tree, root + read.path), read.path, kReadPathsSetting);
+            !r) {
+          return r;
+        }
+      }
       continue;
     }
-    if (auto r = do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr,
-                          "bind writable root");
+    if (!exists(target)) {
+      if (auto r = blamed(make_directories(target), path, kRootsSetting); !r) return r;
+    }
+    if (auto mount = root_mounts.find(path); mount != root_mounts.end()) {
+      if (auto r = blamed(attach_tree(mount->second, target), path, kRootsSetting); !r) return r;
+      continue;
+    }
+    if (auto r = blamed(do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr,
+                                 "bind writable root"),
+                        path, kRootsSetting);
         !r) {
       return r;
     }
@@ -267,27 +391,27 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
   for (const std::string& path : readable) {
     if (!is_within_any(path, hidden_mounted) || is_within_any(path, writable)) continue;
     const std::string target = root + path;
-    if (auto r = make_mount_point(target, is_directory(kOldRoot + path)); !r) return r;
-    if (auto r =
-            do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr, "bind read path");
-        !r) {
-      return r;
-    }
-    if (auto r = set_read_only(target, AT_RECURSIVE, "make read-only: read path"); !r) return r;
-    for (const std::string& inner : hidden) {
-      if (inner == path || !is_within(inner, path) || !is_directory(root + inner)) continue;
-      if (auto r = do_mount("tmpfs", root + inner, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                            "size=1m,mode=0755", "hide");
+    auto bind_read_only = [&]() -> Result<void> {
+      if (auto r = make_mount_point(target, is_directory(kOldRoot + path)); !r) return r;
+      if (auto r = do_mount(kOldRoot + path, target, nullptr, MS_BIND | MS_REC, nullptr,
+                            "bind read path");
           !r) {
         return r;
       }
+      return set_read_only(target, AT_RECURSIVE, "make read-only: read path");
+    };
+    if (auto r = blamed(bind_read_only(), path, kReadPathsSetting); !r) return r;
+    for (const std::string& inner : hidden) {
+      if (inner == path || !is_within(inner, path) || !is_directory(root + inner)) continue;
+      if (auto r = hide(inner); !r) return r;
       hidden_mounted.push_back(inner);
     }
   }
   for (const std::string& path : hidden_mounted) {
-    if (auto r = do_mount("", root + path, nullptr,
-                          MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
-                          "remount hidden folder read-only");
+    if (auto r = blamed(do_mount("", root + path, nullptr,
+                                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
+                                 "remount hidden folder read-only"),
+                        path, origin.at(path));
         !r) {
       return r;
     }
@@ -336,7 +460,7 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
     if (auto r = keep_read_only(git->path, git->folder.get()); !r) return r;
   }
   for (const std::string& path : canonical_paths(spec.read_paths)) {
-    if (auto r = keep_read_only(path, -1); !r) return r;
+    if (auto r = blamed(keep_read_only(path, -1), path, kReadPathsSetting); !r) return r;
   }
 
   // A /tmp and a /dev/shm of the job's own, empty: what another job of the
@@ -375,6 +499,9 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
     if (auto r = attach_tree(tree.tree, tree.path); !r) return r;
   }
   for (const std::string& root : covered) {
+    // A worktree that is the root itself lies on its cover: the cover is out
+    // of sight, and this would make the worktree read-only.
+    if (root == worktree) continue;
     if (auto r = set_read_only(root, 0, "make read-only: the cover of"); !r) return r;
   }
 

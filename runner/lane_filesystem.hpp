@@ -8,9 +8,16 @@
 //   /dev         a minimal tmpfs: null, zero, full, random, urandom, shm
 //   writable roots bound read-write at their own paths (recreated inside a
 //                hidden path when they live under one); as root, the
-//                idmapped mounts of user_namespace.hpp instead of binds
+//                idmapped mounts of user_namespace.hpp instead of binds.
+//                A hidden path inside a root (looprd's state folder in a
+//                root of "~") is covered again on top of the root's mount,
+//                even under /tmp; a root exactly at a hidden path wins
 //   read paths   bound read-only where a hidden path covers them (hidden
 //                paths inside a read path are covered again)
+// Every cover is read-only. A job's worktree mount is cloned with the covers
+// beneath it, so what is hidden inside a worktree stays hidden from its jobs.
+// A step that fails on a configured path names the setting it came from
+// (sandbox_step.hpp blame_setting).
 // Each job then gets its own mount namespace on top (build_job_filesystem).
 //
 // Contract: called after enter_user_namespace() and unshare(CLONE_NEWNS), in a
@@ -31,8 +38,16 @@ struct LaneFilesystemSpec {
   std::vector<std::string> writable_roots;  // canonical (contain() resolves them)
   std::vector<std::string> read_paths;      // readable by jobs, read-only; missing ones skipped
   std::vector<std::string> hidden_paths;    // missing paths are skipped
+  // Where a hidden path comes from, by the path as given, for error
+  // messages: "sandbox.hidden_paths in loopr.toml", "looprd's state
+  // folder"... A path not in it is one the runner hides by default.
+  std::map<std::string, std::string> hidden_origins;
   std::uint64_t tmp_size_mb = 256;
 };
+
+// Before the sandbox is built (as the caller, on the host): each root is an
+// absolute path to an existing folder. The error names sandbox.worktree_roots.
+Result<void> check_writable_roots(const std::vector<std::string>& roots);
 
 // `root_mounts`: detached mounts to attach at the writable roots (by
 // canonical path) instead of binding them; every one is consumed. Empty

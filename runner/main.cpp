@@ -40,14 +40,18 @@ loopr::Result<UniqueFd> listen_on(const std::string& path) {
   return fd;
 }
 
-std::vector<std::string> default_hidden_paths() {
-  std::vector<std::string> hidden = {"/home", "/root", "/run", "/var/run", "/var/lib/loopr"};
+// Hidden whatever loopr.toml says; their origins name the variable they
+// come from.
+void add_default_hidden_paths(loopr::runner::LaneFilesystemSpec& filesystem) {
+  filesystem.hidden_paths = {"/home", "/root", "/run", "/var/run", "/var/lib/loopr"};
   for (const char* name : {"HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"}) {
     const char* value = std::getenv(name);
-    if (value != nullptr && value[0] == '/') hidden.emplace_back(value);
+    if (value == nullptr || value[0] != '/') continue;
+    filesystem.hidden_paths.emplace_back(value);
+    filesystem.hidden_origins.emplace(value,
+                                      std::string("$") + name + " (hidden from jobs by default)");
   }
-  hidden.push_back("/tmp/loopr-" + std::to_string(::getuid()));
-  return hidden;
+  filesystem.hidden_paths.push_back("/tmp/loopr-" + std::to_string(::getuid()));
 }
 
 }  // namespace
@@ -76,7 +80,18 @@ int main(int argc, char** argv) {
   app.add_option("--fetch-tool", fetch_binary,
                  "path of the loopr-fetch binary (web_fetch; default: next to --tool)");
   app.add_option("--root", spec.filesystem.writable_roots, "writable worktree root (repeatable)");
-  app.add_option("--hide", extra_hidden, "another path to hide from jobs (repeatable)");
+  app.add_option("--hide", extra_hidden,
+                 "another path to hide from jobs, from sandbox.hidden_paths (repeatable)");
+  std::vector<std::string> daemon_folders;
+  app.add_option("--hide-daemon-folder", daemon_folders,
+                 "KIND=PATH: a folder of looprd's own (runtime, state, config), hidden from jobs "
+                 "(repeatable)")
+      ->check([](const std::string& value) {
+        const auto equals = value.find('=');
+        return equals == std::string::npos || equals == 0 || equals + 1 == value.size()
+                   ? std::string("expected KIND=PATH")
+                   : std::string();
+      });
   app.add_option("--read-path", spec.filesystem.read_paths,
                  "a folder or file jobs may read, even under a hidden path or a root (repeatable)");
   app.add_option("--slots", options.slots, "jobs run at once")->check(CLI::Range(1, 256));
@@ -118,9 +133,17 @@ int main(int argc, char** argv) {
   options.writable_roots = spec.filesystem.writable_roots;
   options.term_grace = std::chrono::milliseconds(grace_ms);
   options.warm_workers.idle_timeout = std::chrono::milliseconds(worker_idle_ms);
-  spec.filesystem.hidden_paths = default_hidden_paths();
-  spec.filesystem.hidden_paths.insert(spec.filesystem.hidden_paths.end(), extra_hidden.begin(),
-                                      extra_hidden.end());
+  add_default_hidden_paths(spec.filesystem);
+  for (const std::string& folder : daemon_folders) {
+    const auto equals = folder.find('=');
+    const std::string path = folder.substr(equals + 1);
+    spec.filesystem.hidden_paths.push_back(path);
+    spec.filesystem.hidden_origins[path] = "looprd's " + folder.substr(0, equals) + " folder";
+  }
+  for (const std::string& path : extra_hidden) {
+    spec.filesystem.hidden_paths.push_back(path);
+    spec.filesystem.hidden_origins[path] = "sandbox.hidden_paths in loopr.toml";
+  }
   spec.sandbox_off = sandbox_mode == "off";
   // Every job of the lane counts against one cgroup: each slot's processes,
   // plus a little for the runner itself.
@@ -148,10 +171,18 @@ int main(int argc, char** argv) {
     fetch_binary = (slash == std::string::npos ? std::string() : tool_binary.substr(0, slash + 1)) +
                    "loopr-fetch";
   }
-  auto sandbox = loopr::runner::LaneSandbox::contain(spec, tool_binary, fetch_binary);
+  // A root that cannot be one is a setting to change, whatever the sandbox.
+  auto sandbox = [&]() -> loopr::Result<loopr::runner::LaneSandbox> {
+    if (auto roots = loopr::runner::check_writable_roots(spec.filesystem.writable_roots); !roots) {
+      return std::move(roots).error();
+    }
+    return loopr::runner::LaneSandbox::contain(spec, tool_binary, fetch_binary);
+  }();
   if (!sandbox) {
-    std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox.error().message << "\n"
-              << "loopr-runner: " << sandbox.error().hint << "\n";
+    // One line: looprd shows the runner's last line to the user (the lane's
+    // last_error, the calls it fails), and the message says what to change.
+    std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox.error().message << "; "
+              << sandbox.error().hint << "\n";
     return kExitSandboxFailed;
   }
   if (listener) {

@@ -97,17 +97,24 @@ Result<std::map<std::string, UniqueFd>> idmap_roots(const std::vector<std::strin
   for (const std::string& root : roots) {
     UniqueFd tree(static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, root.c_str(),
                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
-    if (!tree) return step_failed(kStep, "clone the worktree root " + root + " (open_tree)", errno);
+    if (!tree) {
+      return blame_setting(
+          step_failed(kStep, "clone the worktree root " + root + " (open_tree)", errno), root,
+          "sandbox.worktree_roots in loopr.toml");
+    }
     mount_attr idmap{};
     idmap.attr_set = MOUNT_ATTR_IDMAP;
     idmap.userns_fd = static_cast<__u64>(ns.get());
     if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &idmap,
                   sizeof idmap) != 0) {
-      return step_failed(kStep,
-                         "idmap the worktree root " + root +
-                             " so jobs, which do not run as root, can write it (mount_setattr "
-                             "MOUNT_ATTR_IDMAP: Linux >= 5.12 and a filesystem that supports it)",
-                         errno);
+      // A root on a filesystem that cannot be idmapped: another root will do.
+      return blame_setting(
+          step_failed(kStep,
+                      "idmap the worktree root " + root +
+                          " so jobs, which do not run as root, can write it (mount_setattr "
+                          "MOUNT_ATTR_IDMAP: Linux >= 5.12 and a filesystem that supports it)",
+                      errno),
+          root, "sandbox.worktree_roots in loopr.toml");
     }
     mounts.emplace(root, std::move(tree));
   }
