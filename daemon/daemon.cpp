@@ -147,9 +147,9 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
                 {"--egress-fd", "4", "--egress-port", std::to_string(settings.egress.port)});
   }
   if (lane == config::lanes::heavy) argv.push_back("--stream-output");
-  argv.insert(argv.end(), {"--warm-workers", std::to_string(lane_settings.warm_workers),
-                           "--warm-worker-idle-ms",
-                           std::to_string(lane_settings.warm_worker_idle_s * 1000)});
+  argv.insert(argv.end(),
+              {"--warm-workers", std::to_string(lane_settings.warm_workers),
+               "--warm-worker-idle-ms", std::to_string(lane_settings.warm_worker_idle_s * 1000)});
   if (lane_settings.memory_mb) {
     argv.push_back("--memory-mb");
     argv.push_back(std::to_string(*lane_settings.memory_mb));
