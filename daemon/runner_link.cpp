@@ -201,11 +201,14 @@ std::string_view to_string(LaneState state) {
 
 struct RunnerLink::PendingJob {
   proto::Job job;
+  JobHandling handling;
   Wakeup done;
-  std::optional<LaneReply> reply;
+  std::optional<LaneReply> reply{};
   bool sent = false;
-  Clock::time_point queued_at;
-  Clock::time_point sent_at;
+  bool retried = false;           // held after a runner death and queued again
+  bool cancel_requested = false;  // a cancel went to the runner: never retried
+  Clock::time_point queued_at{};
+  Clock::time_point sent_at{};
 };
 
 // One runner process's stderr: its last line (why it failed, in its own
@@ -346,13 +349,7 @@ asio::awaitable<void> RunnerLink::supervise() {
         fail_in_flight(shutting_down_error(true), proto::JobStatus::cancelled);
         break;
       }
-      fail_in_flight(
-          make_error(errc::internal,
-                     "the runner of lane " + config_.lane + " ended while this call ran (" + why +
-                         "); it is being restarted",
-                     "the call may have partly run: check its effects before running "
-                     "it again"),
-          proto::JobStatus::error);
+      hold_or_fail_in_flight(why);
       metrics_.record_runner_restart(config_.lane);
       if (sandbox_failed) {
         last_error_ = "lane " + config_.lane + " cannot build its sandbox, so it runs no job: " +
@@ -601,6 +598,47 @@ void RunnerLink::fail_in_flight(const Error& why, proto::JobStatus status) {
     complete(job, not_run(job->job, status, why));
 }
 
+// The runner died (`why`) with jobs in flight. A job run with
+// retry_on_runner_death, not retried yet and not being cancelled, goes back
+// to the front of the queue (in the order the jobs were sent) and runs again
+// once the restarted runner's handshake is done (pump); a failed restart
+// fails it through fail_queued. Every other job fails now.
+void RunnerLink::hold_or_fail_in_flight(const std::string& why) {
+  auto jobs = std::move(in_flight_);
+  in_flight_.clear();
+  std::vector<std::shared_ptr<PendingJob>> held;
+  for (auto& [id, job] : jobs) {
+    if (job->handling.retry_on_runner_death && !job->retried && !job->cancel_requested) {
+      held.push_back(job);
+      continue;
+    }
+    complete(job, not_run(job->job, proto::JobStatus::error,
+                          make_error(errc::internal,
+                                     "the runner of lane " + config_.lane + " ended while this " +
+                                         (job->retried ? "call ran for the second time, after an "
+                                                         "earlier runner restart ("
+                                                       : "call ran (") +
+                                         why + "); it is being restarted",
+                                     job->retried ? "the call is not retried again: make it again "
+                                                    "once the lane is ready"
+                                                  : "the call may have partly run: check its "
+                                                    "effects before running it again")));
+  }
+  std::sort(held.begin(), held.end(),
+            [](const auto& a, const auto& b) { return a->sent_at > b->sent_at; });
+  const auto now = Clock::now();
+  for (auto& job : held) {  // latest first, each pushed in front: sent order
+    job->retried = true;
+    job->sent = false;
+    job->queued_at = now;  // the wait for the new runner has its own budget
+    queue_.push_front(job);
+    spdlog::info(
+        "lane {}: the runner ended while call {} ({}) ran; the call is held and runs once "
+        "more on the restarted runner",
+        config_.lane, job->job.job_id, job->job.tool);
+  }
+}
+
 void RunnerLink::fail_queued(const Error& why, proto::JobStatus status) {
   auto jobs = std::move(queue_);
   queue_.clear();
@@ -608,7 +646,7 @@ void RunnerLink::fail_queued(const Error& why, proto::JobStatus status) {
     complete(job, not_run(job->job, status, why));
 }
 
-asio::awaitable<LaneReply> RunnerLink::run(proto::Job job) {
+asio::awaitable<LaneReply> RunnerLink::run(proto::Job job, JobHandling handling) {
   if (stopping_) co_return not_run(job, proto::JobStatus::cancelled, shutting_down_error(false));
   if (state_ == LaneState::failed) {
     co_return not_run(job, proto::JobStatus::error, lane_failed_error());
@@ -618,8 +656,10 @@ asio::awaitable<LaneReply> RunnerLink::run(proto::Job job) {
                       make_error(errc::internal, "job id " + job.job_id + " is already running",
                                  "report this as a loopr bug"));
   }
-  auto pending = std::make_shared<PendingJob>(PendingJob{
-      std::move(job), Wakeup(io_.get_executor()), std::nullopt, false, Clock::now(), {}});
+  auto pending = std::make_shared<PendingJob>(PendingJob{.job = std::move(job),
+                                                         .handling = handling,
+                                                         .done = Wakeup(io_.get_executor()),
+                                                         .queued_at = Clock::now()});
   queue_.push_back(pending);
   pump();
 
@@ -628,8 +668,25 @@ asio::awaitable<LaneReply> RunnerLink::run(proto::Job job) {
   for (;;) {
     const auto deadline = (pending->sent ? pending->sent_at : pending->queued_at) + budget;
     const bool done = co_await pending->done.wait_until(deadline);
-    if (done && pending->reply) co_return std::move(*pending->reply);
+    if (done && pending->reply) {
+      pending->reply->retried = pending->retried;
+      co_return std::move(*pending->reply);
+    }
     if (Clock::now() < (pending->sent ? pending->sent_at : pending->queued_at) + budget) continue;
+    if (!pending->sent && pending->retried) {
+      std::erase(queue_, pending);
+      LaneReply reply = not_run(
+          pending->job, proto::JobStatus::error,
+          make_error(errc::internal,
+                     "the runner of lane " + config_.lane +
+                         " ended while this call ran, and no restarted runner took it up within " +
+                         std::to_string(budget.count() / 1000) + " s" +
+                         (last_error_.empty() ? std::string() : " (" + last_error_ + ")"),
+                     "`looprctl daemon status` shows the lane; make the call again once it is "
+                     "ready"));
+      reply.retried = true;
+      co_return reply;
+    }
     if (!pending->sent) {
       std::erase(queue_, pending);
       co_return not_run(
@@ -663,11 +720,17 @@ bool RunnerLink::cancel(const std::string& job_id) {
       auto job = *it;
       queue_.erase(it);
       complete(job, not_run(job->job, proto::JobStatus::cancelled,
-                            make_error("cancelled", "the call was cancelled before it started")));
+                            make_error("cancelled",
+                                       job->retried
+                                           ? "the call was cancelled while it waited to run again "
+                                             "on the restarted runner of lane " +
+                                                 config_.lane
+                                           : "the call was cancelled before it started")));
       return true;
     }
   }
-  if (in_flight_.contains(job_id)) {
+  if (auto it = in_flight_.find(job_id); it != in_flight_.end()) {
+    it->second->cancel_requested = true;
     send(proto::Cancel{job_id});
     return true;
   }

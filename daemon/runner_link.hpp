@@ -3,7 +3,9 @@
 // sends jobs within the lane's slot count (the rest wait here, in order),
 // heartbeats it, and restarts it with backoff when it dies or stops
 // answering. A runner that dies fails its in-flight jobs at once with
-// "runner for lane L restarted"; other lanes are separate RunnerLinks and are
+// "runner for lane L restarted" — except a job run with
+// retry_on_runner_death (JobHandling), which is held and sent once more to
+// the restarted runner; other lanes are separate RunnerLinks and are
 // untouched. A runner that cannot build its sandbox (exit status 3: fail
 // closed) puts the lane in state "failed": calls fail at once with the
 // runner's own explanation, and the lane keeps retrying with backoff.
@@ -54,6 +56,23 @@ struct LaneConfig {
 enum class LaneState { starting, ready, restarting, failed, stopped };
 std::string_view to_string(LaneState state);
 
+// How the link treats one job beyond what the runner is told. The caller
+// decides (the ToolRouter, from the tool's catalog tier); the link knows no
+// catalog and obeys.
+struct JobHandling {
+  // When the runner dies while the job runs, hold the job and send it once
+  // more, after the restarted runner's handshake, instead of failing it: for
+  // calls that change nothing, so running one twice is harmless. The retry
+  // runs with the job's full timeout again (the cut-short run left nothing to
+  // count on), and its wait for the runner to come back is bounded like any
+  // queued job's; so a retried call takes at most about twice its timeout
+  // plus the restart. Never retried: a job whose runner dies a second time,
+  // a job being cancelled, a job the link itself gave up on as stuck. When
+  // the runner cannot be restarted (fails to start, fails its sandbox, looprd
+  // stops), the held job fails with that reason.
+  bool retry_on_runner_death = false;
+};
+
 // What run() answers. `result` is the runner's own result for the job. When
 // the job never produced one (the lane failed, its runner died or went
 // silent, looprd is shutting down, no slot came free in time, the job could
@@ -62,6 +81,9 @@ std::string_view to_string(LaneState state);
 struct LaneReply {
   proto::JobResult result;
   std::optional<Error> link_error;
+  // The runner died while the job ran and the job was sent again
+  // (JobHandling::retry_on_runner_death); `result` is the second run's.
+  bool retried = false;
 };
 
 class RunnerLink {
@@ -76,8 +98,8 @@ class RunnerLink {
   // Starts supervising (spawns the first runner).
   void start();
   // Runs one job and returns its result; never throws.
-  asio::awaitable<LaneReply> run(proto::Job job);
-  // Cancels a queued or running job; false if this lane does not know it.
+  asio::awaitable<LaneReply> run(proto::Job job, JobHandling handling = {});
+  // Cancels a queued, held or running job; false if this lane does not know it.
   bool cancel(const std::string& job_id);
   // Sends shutdown, waits up to `grace` for the runner to exit, then kills it.
   asio::awaitable<void> stop(std::chrono::milliseconds grace);
@@ -107,6 +129,7 @@ class RunnerLink {
   void pump();
   void complete(const std::shared_ptr<PendingJob>& job, LaneReply reply);
   void fail_in_flight(const Error& why, proto::JobStatus status);
+  void hold_or_fail_in_flight(const std::string& why);
   void fail_queued(const Error& why, proto::JobStatus status);
   Error lane_failed_error() const;
 

@@ -468,7 +468,10 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     egress_->attribute(job.egress_token, call_id, networks_allowed_to(tool->name, settings_));
   }
   const std::string token = job.egress_token;
-  LaneReply reply = co_await lane->second->run(std::move(job));
+  // A read-only call changes nothing, so one whose runner died under it is
+  // run once more on the restarted runner instead of failing (issue 12).
+  const JobHandling handling{.retry_on_runner_death = tool->tier == config::SafetyTier::read_only};
+  LaneReply reply = co_await lane->second->run(std::move(job), handling);
   if (!token.empty()) egress_->forget(token);
   active_.erase(call_id);
 
@@ -478,6 +481,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   done.call_id = call_id;
   done.tool = tool->name;
   done.lane = tool->lane;
+  done.retried = reply.retried;
   // A caller that went away never saw the result: its session learns nothing.
   if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
   finish(done, request, started, started_unix, done.tool);
@@ -538,6 +542,7 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
                          {"lane", outcome.lane},       {"status", outcome.status},
                          {"ok", outcome.ok},           {"duration_ms", outcome.duration_ms}};
   if (!request.loop_id.empty()) finished_event["loop_id"] = request.loop_id;
+  if (outcome.retried) finished_event["retried"] = true;
   events_.publish("tool.finished", std::move(finished_event));
 }
 

@@ -32,10 +32,10 @@
 #include "daemon/event_bus.hpp"
 #include "daemon/json_schema.hpp"
 #include "daemon/metrics.hpp"
-#include "egress/egress_proxy.hpp"
 #include "daemon/path_locks.hpp"
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
+#include "egress/egress_proxy.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -78,6 +78,9 @@ struct ToolCallOutcome {
   std::optional<std::int32_t> exit_code;
   std::uint64_t duration_ms = 0;
   bool truncated = false;
+  // Its runner died while it ran and it ran again on the restarted runner
+  // (read-only calls only). Told in the tool.finished event, not the reply.
+  bool retried = false;
 
   nlohmann::json to_json() const;
 };

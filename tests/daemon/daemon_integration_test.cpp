@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -494,6 +496,186 @@ TEST_F(Daemon, ARunnerKilledWithCallsInFlightFailsThemAndComesBack) {
   EXPECT_GE(metrics["runner_restarts"].get<int>(), 1);
   daemon_.tree().write("work/repo/after.txt", "back\n");
   EXPECT_EQ(daemon_.tool("read_file", {{"path", "after.txt"}})["ok"], true);
+}
+
+// ---- a runner that dies under a call: read-only calls run once more ----------
+//
+// The call that is in flight when its runner is killed is a command, so that
+// it is still running at the kill, deterministically: it appends a line to
+// runs.txt and then waits (sleep) until the file has `lines` lines, so the
+// run that the test kills never ends by itself and a later run ends at once.
+// The user's catalog declares run_command_isolated read-only where the test
+// wants a read-only call: the router decides by the catalog's tier, not by
+// the tool's name (read_file, list_directory, glob and grep by default).
+
+constexpr const char* kReadOnlyCommand = "[tools.run_command_isolated]\ntier = \"read-only\"\n";
+
+json run_until_lines(int lines) {
+  return {{"command", "echo run >> runs.txt; if [ \"$(wc -l < runs.txt)\" -lt " +
+                          std::to_string(lines) + " ]; then sleep 60; fi; cat runs.txt"}};
+}
+
+int lines_in(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The pid of lane no-net's runner once it is not `other_than` and the call's
+// runs.txt has `lines` lines (that runner has the call in flight); 0 if that
+// does not happen within 30 s.
+pid_t busy_runner(DaemonHarness& daemon, pid_t other_than, int lines) {
+  const std::string runs = daemon.tree().path("work/repo/runs.txt");
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (lines_in(runs) >= lines) {
+      const json lanes = daemon.call("metrics.get")["lanes"];
+      for (const auto& lane : lanes) {
+        if (lane["lane"] == "no-net" && lane["pid"].is_number() &&
+            lane["pid"].get<pid_t>() != other_than) {
+          return lane["pid"].get<pid_t>();
+        }
+      }
+    }
+    std::this_thread::sleep_for(10ms);  // waiting on the job and the supervisor, bounded
+  }
+  return 0;
+}
+
+// The tool.finished event of the next call to finish.
+json finished_event(client::ControlClient& watcher) {
+  for (;;) {
+    auto event = watcher.next_event(60s);
+    if (!event || !*event) return nullptr;
+    if ((**event).event == "tool.finished") return (**event).data;
+  }
+}
+
+TEST(DaemonRunnerDeath, AReadOnlyCallInFlightRunsAgainOnTheRestartedRunner) {
+  DaemonHarness daemon(DaemonOptions{"", kReadOnlyCommand, {}});
+  daemon.start();
+  auto watcher = daemon.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.finished"}}}));
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command_isolated", run_until_lines(2)); });
+  const pid_t runner = busy_runner(daemon, 0, 1);
+  ASSERT_GT(runner, 0) << daemon.log();
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  caller.join();
+
+  EXPECT_EQ(result["status"], "success") << result.dump() << daemon.log();
+  EXPECT_EQ(result["output"]["stdout"], "run\nrun\n") << result.dump();  // the second run's
+  const json finished = finished_event(watcher);
+  EXPECT_EQ(finished["retried"], true) << finished.dump();
+  EXPECT_NE(daemon.log().find("runs once more on the restarted runner"), std::string::npos);
+  EXPECT_GE(daemon.call("metrics.get")["runner_restarts"].get<int>(), 1);
+}
+
+TEST(DaemonRunnerDeath, AReadOnlyCallWhoseRunnerDiesTwiceFails) {
+  DaemonHarness daemon(DaemonOptions{"", kReadOnlyCommand, {}});
+  daemon.start();
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command_isolated", run_until_lines(3)); });
+  const pid_t first = busy_runner(daemon, 0, 1);
+  ASSERT_GT(first, 0) << daemon.log();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  const pid_t second = busy_runner(daemon, first, 2);
+  ASSERT_GT(second, 0) << daemon.log();
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  caller.join();
+
+  EXPECT_EQ(result["status"], "error") << result.dump();
+  const std::string message = result["error"]["message"];
+  EXPECT_NE(message.find("restarted"), std::string::npos) << message;
+  EXPECT_NE(message.find("second time"), std::string::npos) << message;
+  EXPECT_EQ(lines_in(daemon.tree().path("work/repo/runs.txt")), 2);
+}
+
+TEST(DaemonRunnerDeath, ASideEffectingCallInFlightFailsAndIsNotRunAgain) {
+  DaemonHarness daemon;  // run_command_isolated is privileged, as built in
+  daemon.start();
+  auto watcher = daemon.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.finished"}}}));
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command_isolated", run_until_lines(2)); });
+  const pid_t runner = busy_runner(daemon, 0, 1);
+  ASSERT_GT(runner, 0) << daemon.log();
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  caller.join();
+
+  EXPECT_EQ(result["status"], "error") << result.dump();
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("restarted"), std::string::npos)
+      << result.dump();
+  EXPECT_FALSE(finished_event(watcher).contains("retried"));
+  // The lane is back, and it did not run the call again before this one.
+  daemon.tree().write("work/repo/after.txt", "back\n");
+  EXPECT_EQ(daemon.tool("read_file", {{"path", "after.txt"}})["ok"], true);
+  EXPECT_EQ(lines_in(daemon.tree().path("work/repo/runs.txt")), 1);
+}
+
+TEST(DaemonRunnerDeath, AHeldReadOnlyCallCanBeCancelled) {
+  // A restart pause of 10 minutes: the call stays held until it is cancelled.
+  DaemonHarness daemon(
+      DaemonOptions{"[daemon]\nrunner_restart_backoff_ms = 600000\n", kReadOnlyCommand, {}});
+  daemon.start();
+  auto watcher = daemon.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"tool.started"}}}));
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command_isolated", run_until_lines(2)); });
+  auto started = watcher.next_event(30s);
+  ASSERT_TRUE(started && *started);
+  const std::string call_id = (**started).data["call_id"];
+  const pid_t runner = busy_runner(daemon, 0, 1);
+  ASSERT_GT(runner, 0) << daemon.log();
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  json lane;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  do {
+    const json lanes = daemon.call("metrics.get")["lanes"];
+    for (const auto& l : lanes)
+      if (l["lane"] == "no-net") lane = l;
+    if (lane["state"] == "restarting" && lane["queued"] == 1) break;
+    std::this_thread::sleep_for(10ms);  // waiting on the supervisor, bounded
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(lane["state"], "restarting") << lane.dump() << result.dump();
+  ASSERT_EQ(lane["queued"], 1) << lane.dump();
+
+  EXPECT_EQ(daemon.call("tool.cancel", {{"call_id", call_id}})["cancelled"], true);
+  caller.join();
+  EXPECT_EQ(result["status"], "cancelled") << result.dump();
+  EXPECT_NE(result["error"]["message"].get<std::string>().find("run again"), std::string::npos)
+      << result.dump();
+  EXPECT_EQ(lines_in(daemon.tree().path("work/repo/runs.txt")), 1);
+}
+
+TEST(DaemonRunnerDeath, AHeldReadOnlyCallFailsWithTheReasonWhenTheRunnerCannotRestart) {
+  // Each lane's runner starts once; started again, it fails before its handshake.
+  TempTree scripts;
+  const std::string runner =
+      fake_runner(scripts, "runner",
+                  "started=\"" + scripts.root() +
+                      "/started-$2\"\n"
+                      "if [ -e \"$started\" ]; then\n"
+                      "  echo 'loopr-runner: cannot start again (test)' >&2\n"
+                      "  exit 1\n"
+                      "fi\n"
+                      ": > \"$started\"\n"
+                      "exec '" +
+                      bin_path("loopr-runner") + "' \"$@\"\n");
+  DaemonHarness daemon(DaemonOptions{"", kReadOnlyCommand, {"--runner", runner}});
+  daemon.start();
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command_isolated", run_until_lines(2)); });
+  const pid_t first = busy_runner(daemon, 0, 1);
+  ASSERT_GT(first, 0) << daemon.log();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  caller.join();
+
+  EXPECT_EQ(result["status"], "error") << result.dump();
+  const std::string message = result["error"]["message"];
+  EXPECT_NE(message.find("could not start"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot start again (test)"), std::string::npos) << message;
+  EXPECT_EQ(lines_in(daemon.tree().path("work/repo/runs.txt")), 1);
 }
 
 // ---- approvals -----------------------------------------------------------------
