@@ -24,6 +24,8 @@ constexpr std::array<std::string_view, 7> kServedTools = {
 constexpr std::array<std::string_view, 4> kReadOnlyTools = {"read_file", "list_directory", "glob",
                                                             "grep"};
 constexpr std::size_t kReadChunk = 256 * 1024;
+// Workers over the cap that may wait for an idle lane to be stopped.
+constexpr std::size_t kDeferredEvictions = 2;
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -140,20 +142,32 @@ WarmWorkers::Worker* WarmWorkers::idle_worker_for(const std::string& worktree, d
   return found;
 }
 
+// Over the cap, the least recently used idle worker is stopped — but not
+// in the path of the call that needs the room: its exit (a PID and a mount
+// namespace torn down) would compete with the new worker's start on the
+// same cores. So up to kDeferredEvictions workers over the cap may live
+// until the lane is idle (enforce() stops them then); beyond that, one is
+// stopped here.
 bool WarmWorkers::make_room() {
-  std::size_t live = 0;
-  Worker* oldest_idle = nullptr;
-  for (auto& worker : workers_) {
-    if (worker->dying) continue;
-    ++live;
-    if (!worker->call && (oldest_idle == nullptr || worker->idle_since < oldest_idle->idle_since)) {
-      oldest_idle = worker.get();
-    }
-  }
-  if (live < options_.max_workers) return true;
-  if (oldest_idle == nullptr) return false;
-  kill(*oldest_idle);
+  if (live_workers() < options_.max_workers + kDeferredEvictions) return true;
+  Worker* oldest = oldest_idle();
+  if (oldest == nullptr) return false;
+  kill(*oldest);
   return true;
+}
+
+std::size_t WarmWorkers::live_workers() const {
+  return static_cast<std::size_t>(std::count_if(workers_.begin(), workers_.end(),
+                                                [](const auto& worker) { return !worker->dying; }));
+}
+
+WarmWorkers::Worker* WarmWorkers::oldest_idle() {
+  Worker* oldest = nullptr;
+  for (auto& worker : workers_) {
+    if (worker->dying || worker->call) continue;
+    if (oldest == nullptr || worker->idle_since < oldest->idle_since) oldest = worker.get();
+  }
+  return oldest;
 }
 
 void WarmWorkers::kill(Worker& worker) {
@@ -370,6 +384,13 @@ void WarmWorkers::reap(Worker& worker) {
 }
 
 void WarmWorkers::enforce(Clock::time_point now) {
+  if (busy() == 0) {
+    while (live_workers() > options_.max_workers) {
+      Worker* oldest = oldest_idle();
+      if (oldest == nullptr) break;
+      kill(*oldest);
+    }
+  }
   for (auto& worker : workers_) {
     if (worker->dying) continue;
     if (worker->call && now >= worker->call->deadline) {

@@ -12,10 +12,11 @@
 // goes through the same OutputCapture, so a result is byte-identical.
 //
 // Lifecycle: started on first use; at most `max_workers` per lane (the least
-// recently used idle one is stopped to make room; when all are busy the call
-// runs as a process job instead); stopped after `idle_timeout` without a
-// call; one call at a time each (a worktree gets a second worker when its
-// first is busy). A call over its timeout, or cancelled, kills its worker
+// recently used idle one is stopped to make room — once the lane is idle, so
+// that its exit does not slow the call that needed the room, with at most 2
+// over the cap meanwhile; when all are busy the call runs as a process job
+// instead); stopped after `idle_timeout` without a call; one call at a time each (a worktree gets a
+// second worker when its first is busy). A call over its timeout, or cancelled, kills its worker
 // (SIGKILL to its PID 1: no thread is left running) and gets a timeout or
 // cancelled result. A worker that dies during a call fails it with a clear
 // error — or, for a read-only tool (read_file, list_directory, glob, grep),
@@ -100,6 +101,8 @@ class WarmWorkers {
   bool dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point deadline, bool retried);
   Worker* idle_worker_for(const std::string& worktree, dev_t dev, ino_t ino);
   bool make_room();
+  std::size_t live_workers() const;
+  Worker* oldest_idle();
   void kill(Worker& worker);
   void flush(Worker& worker);
   void read_replies(Worker& worker);
