@@ -8,6 +8,12 @@
 //   edit    the persistent client: read_file then edit_file of one file,
 //           flipping one string back and forth (the edit is timed; the read
 //           is what read-before-edit asks of the connection's session)
+//   cold    the persistent client: read_file of a 4 KiB file in a worktree
+//           no call has used yet (a warm worker must start for it)
+//   noworker  the same first calls in fresh worktrees through a second
+//           looprd whose no-net lane has warm_workers = 0: a sandboxed
+//           process per call, as before issue 12 (what a cold call must not
+//           be slower than)
 //   fork    plain fork+exec of `loopr-tool read_file` per call (no sandbox)
 //   bwrap   `bwrap --unshare-all ... cat FILE` per call
 //   mcp     the MCP reference filesystem server reading the same file, driven
@@ -17,7 +23,7 @@
 // --runs N repeats all of it (a new looprd and temporary folder each time),
 // prints each run and then the median of every figure.
 // Run by hand (bench/README.md), never as a timed test:
-//   build/bin/daemon_load_bench [--calls N] [--runs N] [--bin-dir DIR]
+//   build/bin/daemon_load_bench [--calls N] [--runs N] [--slots N] [--bin-dir DIR]
 //       [--output-gb G] [--mcp-node-modules DIR] [--mcp-driver FILE]
 #include <fcntl.h>
 #include <signal.h>
@@ -63,6 +69,7 @@ constexpr const char* kGrepLiteral = "loopr_bench_needle";
 struct Options {
   int calls = 2000;
   int runs = 1;
+  int slots = 2;          // the no-net lane's
   double output_gb = 10;  // 0: no flood, no RSS-during figure
   std::string bin_dir;
   std::string mcp_node_modules;  // empty: the MCP row is skipped
@@ -70,12 +77,26 @@ struct Options {
   std::string mcp_install;  // the command that installs the packages
 };
 
-enum RowId : std::size_t { kOne, kEight, kGrep, kGlob, kEdit, kFork, kBwrap, kMcp, kRowCount };
+enum RowId : std::size_t {
+  kOne,
+  kEight,
+  kGrep,
+  kGlob,
+  kEdit,
+  kCold,
+  kNoWorker,
+  kFork,
+  kBwrap,
+  kMcp,
+  kRowCount
+};
 
 constexpr std::array<const char*, kRowCount> kRowNames = {
-    "looprd read_file, 1 conn", "looprd read_file, 8 conns", "looprd grep, 1 conn",
-    "looprd glob, 1 conn",      "looprd edit_file, 1 conn",  "fork+exec loopr-tool",
-    "bwrap --unshare-all cat",  "MCP reference read"};
+    "looprd read_file, 1 conn",     "looprd read_file, 8 conns",
+    "looprd grep, 1 conn",          "looprd glob, 1 conn",
+    "looprd edit_file, 1 conn",     "looprd read, cold worktree",
+    "looprd read, cold, no worker", "fork+exec loopr-tool",
+    "bwrap --unshare-all cat",      "MCP reference read"};
 
 struct Row {
   bool present = false;
@@ -312,6 +333,53 @@ Row time_mcp_reference(const Options& opt, const std::string& worktree, std::str
 }
 
 // One whole measurement: a fresh temporary folder and looprd, every row.
+// A looprd in the foreground with its own config, state and socket under
+// base/NAME (NAME from `extra_toml`'s hash, so two can run side by side);
+// worktree root base/work, no-net lane with --slots slots and the keys of
+// `extra_toml` in its table.
+struct Looprd {
+  pid_t pid = -1;
+  std::string socket;
+  std::optional<ControlClient> client;
+  void stop() {
+    client.reset();
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+std::optional<Looprd> start_looprd(const Options& opt, const std::string& base,
+                                   const std::string& extra_toml) {
+  const std::string home = base + "/d" + std::to_string(std::hash<std::string>{}(extra_toml) % 997);
+  std::filesystem::create_directories(home + "/config");
+  std::ofstream(home + "/config/loopr.toml")
+      << "[sandbox]\nworktree_roots = [\"" << base << "/work\"]\n"
+      << "[lanes.no-net]\nslots = " << opt.slots << "\n"
+      << extra_toml;
+  Looprd daemon;
+  daemon.socket = home + "/run/looprd.sock";
+  const std::vector<std::string> args = {
+      opt.bin_dir + "/looprd", "--foreground", "--socket",      daemon.socket, "--config-dir",
+      home + "/config",        "--state-dir",  home + "/state", "--log-level", "warn"};
+  std::vector<char*> argv = argv_of(args);
+  if (::posix_spawn(&daemon.pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+    std::cerr << "cannot start " << argv[0] << "\n";
+    return std::nullopt;
+  }
+  for (int i = 0; i < 400 && !daemon.client; ++i) {
+    if (auto c = ControlClient::open(daemon.socket))
+      daemon.client.emplace(std::move(*c));
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));  // waiting for start
+  }
+  if (!daemon.client) {
+    std::cerr << "looprd did not answer\n";
+    daemon.stop();
+    return std::nullopt;
+  }
+  return daemon;
+}
+
 std::optional<RunFigures> measure(const Options& opt) {
   RunFigures fig;
   fig.load_start = load_average();
@@ -328,41 +396,22 @@ std::optional<RunFigures> measure(const Options& opt) {
       edit << "int other_" << line << " = " << line << ";\n";
   }
   write_tree(worktree);
-  std::ofstream(base + "/config/loopr.toml")
-      << "[sandbox]\nworktree_roots = [\"" << base << "/work\"]\n"
-      << "[lanes.no-net]\nslots = 2\n";
   std::ofstream(base + "/args.json") << R"({"path": "file.txt"})";
-  const std::string socket = base + "/run/looprd.sock";
 
-  const std::vector<std::string> daemon_args = {
-      opt.bin_dir + "/looprd", "--foreground", "--socket",      socket,        "--config-dir",
-      base + "/config",        "--state-dir",  base + "/state", "--log-level", "warn"};
-  std::vector<char*> dargv = argv_of(daemon_args);
-  pid_t daemon = -1;
-  if (::posix_spawn(&daemon, dargv[0], nullptr, nullptr, dargv.data(), environ) != 0) {
-    std::cerr << "cannot start " << dargv[0] << "\n";
+  auto daemon = start_looprd(opt, base, "");
+  if (!daemon) {
+    std::filesystem::remove_all(base);
     return std::nullopt;
   }
   auto stop_daemon = [&] {
-    ::kill(daemon, SIGTERM);
-    ::waitpid(daemon, nullptr, 0);
+    daemon->stop();
     std::filesystem::remove_all(base);
   };
-  std::optional<ControlClient> client;
-  for (int i = 0; i < 400 && !client; ++i) {
-    if (auto c = ControlClient::open(socket))
-      client.emplace(std::move(*c));
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));  // waiting for start
-  }
-  if (!client) {
-    std::cerr << "looprd did not answer\n";
-    stop_daemon();
-    return std::nullopt;
-  }
+  std::optional<ControlClient>& client = daemon->client;
+  const std::string& socket = daemon->socket;
   for (int i = 0; i < kWarmupCalls; ++i)
     (void)client->call("tool.call", read_call(worktree));  // warm-up
-  fig.rss_idle_mb = mb_of_kb(rss_kb(daemon));
+  fig.rss_idle_mb = mb_of_kb(rss_kb(daemon->pid));
 
   // (a) one persistent connection
   fig.rows[kOne] = time_calls(*client, opt.calls, 0, [&](int) { return read_call(worktree); });
@@ -397,7 +446,7 @@ std::optional<RunFigures> measure(const Options& opt) {
   for (auto& v : per_thread)
     all8.insert(all8.end(), v.begin(), v.end());
   eight.stats = loopr::bench::stats_of(std::move(all8));
-  fig.rss_after_mb = mb_of_kb(rss_kb(daemon));
+  fig.rss_after_mb = mb_of_kb(rss_kb(daemon->pid));
 
   // (c) the other file tools, on the persistent connection
   fig.rows[kGrep] = time_calls(*client, opt.calls, kWarmupCalls / 10, [&](int) {
@@ -410,6 +459,40 @@ std::optional<RunFigures> measure(const Options& opt) {
 
   // (d) baselines, fewer calls: each is a process
   const int spawn_calls = std::max(50, opt.calls / 5);
+  {
+    // A fresh worktree per call: each first call starts a worker (and, past
+    // the lane's cap, stops the least recently used one).
+    std::vector<double> cold;
+    int cold_errors = 0;
+    for (int i = 0; i < spawn_calls; ++i) {
+      const std::string fresh = base + "/work/cold" + std::to_string(i);
+      std::filesystem::create_directories(fresh);
+      std::ofstream(fresh + "/file.txt") << std::string(4095, 'x') << '\n';
+      const auto t = Clock::now();
+      if (!call_ok(*client, read_call(fresh))) ++cold_errors;
+      cold.push_back(ms_since(t));
+    }
+    fig.rows[kCold] = {true, loopr::bench::stats_of(cold), -1, cold_errors};
+    // The same first calls through a looprd without warm workers: a
+    // sandboxed process per call, as before issue 12.
+    auto plain = start_looprd(opt, base, "warm_workers = 0\n");
+    if (plain) {
+      for (int i = 0; i < kWarmupCalls / 10; ++i)
+        (void)plain->client->call("tool.call", read_call(worktree));
+      std::vector<double> first;
+      int first_errors = 0;
+      for (int i = 0; i < spawn_calls; ++i) {
+        const std::string fresh = base + "/work/plain" + std::to_string(i);
+        std::filesystem::create_directories(fresh);
+        std::ofstream(fresh + "/file.txt") << std::string(4095, 'x') << '\n';
+        const auto t = Clock::now();
+        if (!call_ok(*plain->client, read_call(fresh))) ++first_errors;
+        first.push_back(ms_since(t));
+      }
+      fig.rows[kNoWorker] = {true, loopr::bench::stats_of(first), -1, first_errors};
+      plain->stop();
+    }
+  }
   std::vector<double> fork_exec, bwrap;
   for (int i = 0; i < spawn_calls; ++i) {
     fork_exec.push_back(run_once({opt.bin_dir + "/loopr-tool", "read_file", "--worktree", worktree},
@@ -445,7 +528,7 @@ std::optional<RunFigures> measure(const Options& opt) {
     });
     const auto flood_start = Clock::now();
     while (!done) {
-      rss_peak = std::max(rss_peak, rss_kb(daemon));
+      rss_peak = std::max(rss_peak, rss_kb(daemon->pid));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));  // sampling interval
     }
     flood.join();
@@ -471,6 +554,7 @@ double median(std::vector<double> values) {
 struct Ratios {
   double bwrap_over_looprd = NAN, mcp_over_looprd = NAN, looprd_over_fork = NAN;
   double calls_per_s_8 = NAN;
+  double cold_over_noworker = NAN;
 };
 
 Ratios ratios_of(const RunFigures& fig) {
@@ -480,6 +564,9 @@ Ratios ratios_of(const RunFigures& fig) {
   r.looprd_over_fork = looprd / fig.rows[kFork].stats.p50;
   if (fig.rows[kMcp].present) r.mcp_over_looprd = fig.rows[kMcp].stats.p50 / looprd;
   r.calls_per_s_8 = fig.rows[kEight].rate;
+  if (fig.rows[kNoWorker].present) {
+    r.cold_over_noworker = fig.rows[kCold].stats.p50 / fig.rows[kNoWorker].stats.p50;
+  }
   return r;
 }
 
@@ -513,6 +600,10 @@ void print_ratios(const Ratios& r) {
                 r.mcp_over_looprd);
   std::printf("looprd read_file with 8 clients: %.0f calls/s (target >= 5000, no errors)\n",
               r.calls_per_s_8);
+  std::printf(
+      "cold-worktree read p50 / no-warm-worker read p50 = %.2fx (target <= 1x: a first call no "
+      "slower than a process per call)\n",
+      r.cold_over_noworker);
 }
 
 void print_rss(double idle, double after, bool flooded, double output_gb, double flood_s,
@@ -568,16 +659,17 @@ void print_median(const Options& opt, const std::vector<RunFigures>& runs) {
   std::printf("\n== median of %d runs (each figure's median; errors summed over the runs)\n",
               opt.runs);
   print_table(rows, "errors, all runs");
-  std::vector<double> bwrap, mcp, fork, rate8;
+  std::vector<double> bwrap, mcp, fork, rate8, cold;
   for (const RunFigures& fig : runs) {
     const Ratios r = ratios_of(fig);
     bwrap.push_back(r.bwrap_over_looprd);
     fork.push_back(r.looprd_over_fork);
     if (!std::isnan(r.mcp_over_looprd)) mcp.push_back(r.mcp_over_looprd);
     rate8.push_back(r.calls_per_s_8);
+    if (!std::isnan(r.cold_over_noworker)) cold.push_back(r.cold_over_noworker);
   }
   std::printf("ratios: median of the per-run ratios\n");
-  print_ratios({median(bwrap), median(mcp), median(fork), median(rate8)});
+  print_ratios({median(bwrap), median(mcp), median(fork), median(rate8), median(cold)});
   auto median_of = [&](double RunFigures::*field) {
     std::vector<double> v;
     for (const RunFigures& fig : runs)
@@ -592,7 +684,7 @@ void print_median(const Options& opt, const std::vector<RunFigures>& runs) {
 
 void usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--calls N] [--runs N] [--bin-dir DIR] [--output-gb G]\n"
+            << " [--calls N] [--runs N] [--slots N] [--bin-dir DIR] [--output-gb G]\n"
                "       [--mcp-node-modules DIR] [--mcp-driver FILE]\n";
 }
 
@@ -620,6 +712,8 @@ int main(int argc, char** argv) {
       opt.calls = std::atoi(value);
     } else if (flag == "--runs") {
       opt.runs = std::atoi(value);
+    } else if (flag == "--slots") {
+      opt.slots = std::max(1, std::atoi(value));
     } else if (flag == "--bin-dir") {
       opt.bin_dir = value;
     } else if (flag == "--output-gb") {
