@@ -84,6 +84,10 @@ bool send(const proto::WorkerMessage& message) {
 
 int serve_calls(std::string_view program, std::span<const ToolEntry> tools,
                 const Worktree& worktree, int filter_fd) {
+  // One malloc arena for every thread (grep's walkers too), so that what a
+  // call freed can be given back by malloc_trim below: memory in a thread's
+  // own arena outlived the thread.
+  ::mallopt(M_ARENA_MAX, 1);
   const bool filtered = filter_fd >= 0;
   if (filtered && !install_filter(filter_fd)) return kExitFilterFailed;
   if (!send(proto::WorkerReady{filtered})) return kExitLinkFailed;
