@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_capture.hpp"
 #include "proto/worker_messages.hpp"
 
 namespace loopr::tool {
@@ -114,9 +115,17 @@ int serve_calls(std::string_view program, std::span<const ToolEntry> tools,
         ToolOutput output = call_tool(program, tools, call->tool, worktree, call->args_json);
         trim = call->args_json.size() + output.stdout_text.size() > kTrimAfterBytes ||
                walks_a_tree(call->tool);
-        if (!send(proto::WorkerReply{output.exit_code, std::move(output.stdout_text)})) {
-          return kExitLinkFailed;
+        proto::WorkerReply reply{output.exit_code, std::move(output.stdout_text), false};
+        if (call->max_output_bytes > 0) {
+          // As the runner holds a process job's stdout, so the bytes match.
+          OutputCapture capture(call->max_output_bytes);
+          capture.append(reply.stdout_text);
+          if (capture.truncated()) {
+            reply.stdout_text = capture.contents();
+            reply.truncated = true;
+          }
         }
+        if (!send(reply)) return kExitLinkFailed;
       }
       // The call's buffers are freed by now.
       if (trim) ::malloc_trim(0);

@@ -27,10 +27,14 @@ Result<std::string> encode_worker_frame(const WorkerMessage& message) {
     return frame(Json{{"type", "ready"}, {"no_process_filter", ready->no_process_filter}}, {});
   }
   if (const auto* call = std::get_if<WorkerCall>(&message)) {
-    return frame(Json{{"type", "call"}, {"tool", call->tool}}, call->args_json);
+    return frame(
+        Json{{"type", "call"}, {"tool", call->tool}, {"max_output_bytes", call->max_output_bytes}},
+        call->args_json);
   }
   const auto& reply = std::get<WorkerReply>(message);
-  return frame(Json{{"type", "reply"}, {"exit_code", reply.exit_code}}, reply.stdout_text);
+  return frame(
+      Json{{"type", "reply"}, {"exit_code", reply.exit_code}, {"truncated", reply.truncated}},
+      reply.stdout_text);
 }
 
 Result<WorkerMessage> parse_worker_payload(std::string_view payload) {
@@ -51,14 +55,20 @@ Result<WorkerMessage> parse_worker_payload(std::string_view payload) {
   if (name == "call") {
     const auto tool = header->find("tool");
     if (tool == header->end() || !tool->is_string()) return bad("a call without \"tool\"");
-    return WorkerMessage{WorkerCall{tool->get<std::string>(), std::string(body)}};
+    const auto cap = header->find("max_output_bytes");
+    const std::uint64_t max_output =
+        cap != header->end() && cap->is_number_unsigned() ? cap->get<std::uint64_t>() : 0;
+    return WorkerMessage{WorkerCall{tool->get<std::string>(), std::string(body), max_output}};
   }
   if (name == "reply") {
     const auto code = header->find("exit_code");
     if (code == header->end() || !code->is_number_integer()) {
       return bad("a reply without \"exit_code\"");
     }
-    return WorkerMessage{WorkerReply{code->get<int>(), std::string(body)}};
+    const auto truncated = header->find("truncated");
+    return WorkerMessage{WorkerReply{
+        code->get<int>(), std::string(body),
+        truncated != header->end() && truncated->is_boolean() && truncated->get<bool>()}};
   }
   return bad("unknown type \"" + name + "\"");
 }

@@ -352,11 +352,15 @@ Result<RunningWorker> LaneSandbox::start_worker(const std::string& worktree) con
   UniqueFd theirs(pair[1]);
   auto setup = make_pipe();
   if (!setup) return std::move(setup).error();
+  // Not the runner's stderr: nothing a worker writes may pass for the
+  // runner's own words in looprd's log.
+  UniqueFd quiet(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (!quiet) return errno_error(errno, "cannot open /dev/null for a warm worker", "");
   JobLaunch launch;
   launch.tool = "serve";
   launch.worktree = worktree;
   launch.cwd = worktree;
-  const StartFds fds{theirs.get(),       theirs.get(),       STDERR_FILENO,
+  const StartFds fds{theirs.get(),       theirs.get(),       quiet.get(),
                      setup->write.get(), tool_binary_.get(), worker_filter_.get()};
   auto started = clone_job(launch, fds, /*warm_worker=*/true);
   if (!started) return std::move(started).error();

@@ -141,7 +141,7 @@ class LaneSandbox {
   Result<RunningJob> start_job(const JobLaunch& job) const;
 
   // Refused with the sandbox off (workers exist to be confined). The worker's
-  // stderr is the runner's (looprd's log).
+  // stderr is /dev/null (nothing it writes passes for the runner's words).
   Result<RunningWorker> start_worker(const std::string& worktree) const;
 
   const LaneSandboxSpec& spec() const { return spec_; }

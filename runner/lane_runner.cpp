@@ -87,8 +87,14 @@ LaneRunner::LaneRunner(const LaneSandbox& sandbox, UniqueFd link, LaneRunnerOpti
     : sandbox_(sandbox),
       link_(std::move(link)),
       options_(std::move(options)),
-      workers_(sandbox, options_.warm_workers,
-               [this](const proto::RunnerMessage& message) { send(message); }) {
+      workers_(
+          sandbox, options_.warm_workers,
+          [this](const proto::RunnerMessage& message) { send(message); },
+          [this](proto::Job job, std::chrono::milliseconds timeout) {
+            const std::uint64_t cap =
+                std::clamp<std::uint64_t>(job.max_output_bytes, 1, kMaxCapturePerStream);
+            start_process_job(std::move(job), cap, timeout);
+          }) {
   set_nonblocking(link_.get());
 }
 
@@ -183,6 +189,7 @@ void LaneRunner::accept_job(proto::Job job) {
   };
   if (id.empty()) return refuse("job_id is empty");
   const bool duplicate =
+      workers_.has_call(id) ||
       std::any_of(queue_.begin(), queue_.end(), [&](const auto& q) { return q.job_id == id; }) ||
       std::any_of(active_.begin(), active_.end(),
                   [&](const auto& a) { return a->request.job_id == id; });
@@ -227,6 +234,11 @@ void LaneRunner::start_job(proto::Job job) {
   const auto call_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::clamp<std::uint64_t>(job.timeout_ms, 1, 86'400'000)));
   if (workers_.try_start(job, output_cap, call_timeout)) return;
+  start_process_job(std::move(job), output_cap, call_timeout);
+}
+
+void LaneRunner::start_process_job(proto::Job job, std::uint64_t output_cap,
+                                   std::chrono::milliseconds call_timeout) {
   JobLaunch launch;
   launch.tool = job.tool;
   launch.args_json = job.args.dump();

@@ -58,6 +58,8 @@ class LaneRunner {
   void accept_job(proto::Job job);
   void start_queued_jobs();
   void start_job(proto::Job job);
+  void start_process_job(proto::Job job, std::uint64_t output_cap,
+                         std::chrono::milliseconds timeout);
   void cancel(const std::string& job_id);
   void read_job_stream(ActiveJob& job, bool is_stdout);
   void finish_job(ActiveJob& job);

@@ -1,6 +1,7 @@
 #include "runner/warm_workers.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +27,18 @@ constexpr std::array<std::string_view, 4> kReadOnlyTools = {"read_file", "list_d
 constexpr std::size_t kReadChunk = 256 * 1024;
 // Workers over the cap that may wait for an idle lane to be stopped.
 constexpr std::size_t kDeferredEvictions = 2;
+// Workers in a row that end before they are ready, after which the lane
+// runs its file tools as process jobs.
+constexpr int kGiveUpAfter = 3;
+// Reads of a worker's channel per poll round (a reply is at most ~1.4 MB:
+// the output cap of a result frame).
+constexpr int kReadsPerRound = 8;
+constexpr int kKilledStatus = 128 + SIGKILL;
+
+bool has_exited(int pidfd) {
+  pollfd entry{pidfd, POLLIN, 0};
+  return ::poll(&entry, 1, 0) > 0;
+}
 
 std::string describe_exit(int status) {
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -45,10 +58,34 @@ struct WarmWorkers::Call {
   bool cancelled = false;
 };
 
-struct WarmWorkers::Worker {
-  std::string worktree;
+// What a worker pinned when it started: its worktree folder, and the .git
+// in it (bound read-only then) — or that there was none.
+struct WarmWorkers::Identity {
   dev_t dev = 0;
   ino_t ino = 0;
+  bool has_git = false;
+  dev_t git_dev = 0;
+  ino_t git_ino = 0;
+
+  static std::optional<Identity> of(const std::string& worktree) {
+    struct stat st {};
+    if (::stat(worktree.c_str(), &st) != 0) return std::nullopt;
+    Identity identity;
+    identity.dev = st.st_dev;
+    identity.ino = st.st_ino;
+    if (::lstat((worktree + "/.git").c_str(), &st) == 0) {
+      identity.has_git = true;
+      identity.git_dev = st.st_dev;
+      identity.git_ino = st.st_ino;
+    }
+    return identity;
+  }
+  bool operator==(const Identity&) const = default;
+};
+
+struct WarmWorkers::Worker {
+  std::string worktree;
+  Identity identity;
   RunningWorker process;
   proto::FrameReader reader{proto::kMaxWorkerPayload};
   std::string outbox;
@@ -60,8 +97,13 @@ struct WarmWorkers::Worker {
   Clock::time_point idle_since = Clock::now();
 };
 
-WarmWorkers::WarmWorkers(const LaneSandbox& sandbox, WarmWorkerOptions options, Send send)
-    : sandbox_(sandbox), options_(options), send_(std::move(send)) {}
+WarmWorkers::WarmWorkers(const LaneSandbox& sandbox, WarmWorkerOptions options, Send send,
+                         RunAsProcess run_as_process)
+    : sandbox_(sandbox),
+      options_(options),
+      send_(std::move(send)),
+      run_as_process_(std::move(run_as_process)),
+      read_buffer_(kReadChunk, '\0') {}
 
 WarmWorkers::~WarmWorkers() {
   for (auto& worker : workers_) {
@@ -85,15 +127,17 @@ std::size_t WarmWorkers::busy() const {
 
 bool WarmWorkers::try_start(proto::Job& job, std::uint64_t output_cap,
                             std::chrono::milliseconds timeout) {
-  if (options_.max_workers == 0 || sandbox_.spec().sandbox_off || !serves(job.tool)) return false;
+  if (options_.max_workers == 0 || given_up_ || sandbox_.spec().sandbox_off || !serves(job.tool)) {
+    return false;
+  }
   return dispatch(job, output_cap, Clock::now() + timeout, /*retried=*/false);
 }
 
 bool WarmWorkers::dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point deadline,
                            bool retried) {
-  struct stat st {};
-  if (::stat(job.worktree.c_str(), &st) != 0) return false;
-  Worker* worker = idle_worker_for(job.worktree, st.st_dev, st.st_ino);
+  const auto identity = Identity::of(job.worktree);
+  if (!identity) return false;
+  Worker* worker = idle_worker_for(job.worktree, *identity);
   if (worker == nullptr) {
     if (!make_room()) return false;
     auto started = sandbox_.start_worker(job.worktree);
@@ -104,8 +148,7 @@ bool WarmWorkers::dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point
     }
     auto fresh = std::make_unique<Worker>();
     fresh->worktree = job.worktree;
-    fresh->dev = st.st_dev;
-    fresh->ino = st.st_ino;
+    fresh->identity = *identity;
     fresh->process = std::move(*started);
     ::fcntl(fresh->process.channel.get(), F_SETFL,
             ::fcntl(fresh->process.channel.get(), F_GETFL) | O_NONBLOCK);
@@ -114,7 +157,7 @@ bool WarmWorkers::dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point
     worker = fresh.get();
     workers_.push_back(std::move(fresh));
   }
-  auto frame = proto::encode_worker_frame(proto::WorkerCall{job.tool, job.args.dump()});
+  auto frame = proto::encode_worker_frame(proto::WorkerCall{job.tool, job.args.dump(), cap});
   if (!frame) return false;  // too large for a worker: a process job reports it
   worker->outbox += *frame;
   Call call;
@@ -127,17 +170,24 @@ bool WarmWorkers::dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point
   return true;
 }
 
-WarmWorkers::Worker* WarmWorkers::idle_worker_for(const std::string& worktree, dev_t dev,
-                                                  ino_t ino) {
+WarmWorkers::Worker* WarmWorkers::idle_worker_for(const std::string& worktree,
+                                                  const Identity& identity) {
   Worker* found = nullptr;
   for (auto& worker : workers_) {
     if (worker->dying || worker->worktree != worktree) continue;
-    if (worker->dev != dev || worker->ino != ino) {
-      // The folder at this path was replaced: this worker pins the old one.
+    if (!(worker->identity == identity)) {
+      // The folder at this path, or its .git, is not what this worker pinned.
       if (!worker->call) kill(*worker);
       continue;
     }
-    if (!worker->call && found == nullptr) found = worker.get();
+    if (worker->call || found != nullptr) continue;
+    // One that ended since the last poll (killed from outside) is not used.
+    if (has_exited(worker->process.pidfd.get())) {
+      worker->trouble = "it ended while idle";
+      kill(*worker);
+      continue;
+    }
+    found = worker.get();
   }
   return found;
 }
@@ -176,6 +226,12 @@ void WarmWorkers::kill(Worker& worker) {
   // The worker is its namespace's PID 1: SIGKILL ends it and every thread.
   ::kill(worker.process.pid, SIGKILL);
   worker.process.channel.reset();
+}
+
+bool WarmWorkers::has_call(const std::string& job_id) const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& worker) {
+    return worker->call && worker->call->job.job_id == job_id;
+  });
 }
 
 bool WarmWorkers::cancel(const std::string& job_id) {
@@ -252,19 +308,24 @@ void WarmWorkers::flush(Worker& worker) {
 }
 
 void WarmWorkers::read_replies(Worker& worker) {
-  std::string buffer(kReadChunk, '\0');
-  for (;;) {
-    const ssize_t n = ::read(worker.process.channel.get(), buffer.data(), buffer.size());
+  for (int round = 0; round < kReadsPerRound; ++round) {
+    const ssize_t n =
+        ::read(worker.process.channel.get(), read_buffer_.data(), read_buffer_.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
     if (n <= 0) {
-      // It is ending; its exit status (the pidfd) says how.
-      worker.dying = true;
-      worker.process.channel.reset();
+      // It is ending (its exit status, from the pidfd, will say how), or it
+      // closed its end while still alive: either way it serves no more.
+      kill(worker);
       break;
     }
-    worker.reader.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
-    if (static_cast<std::size_t>(n) < buffer.size()) break;
+    worker.reader.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)));
+    if (worker.reader.buffered() > proto::kMaxFramePayload + proto::kFrameHeaderBytes + 8192) {
+      worker.trouble = "it sent more than a reply can hold";
+      kill(worker);
+      return;
+    }
+    if (static_cast<std::size_t>(n) < read_buffer_.size()) break;
   }
   for (;;) {
     auto payload = worker.reader.next_payload();
@@ -295,23 +356,27 @@ void WarmWorkers::read_replies(Worker& worker) {
       kill(worker);
       return;
     }
-    complete(worker, reply->exit_code, reply->stdout_text);
+    if (reply->stdout_text.size() > worker.call->cap + 256) {
+      worker.trouble = "its reply was over the call's output cap";
+      kill(worker);
+      return;
+    }
+    complete(worker, *reply);
   }
 }
 
-void WarmWorkers::complete(Worker& worker, int exit_code, std::string_view stdout_text) {
+void WarmWorkers::complete(Worker& worker, const proto::WorkerReply& reply) {
   Call& call = *worker.call;
-  OutputCapture out(call.cap);
-  out.append(stdout_text);
   proto::JobResult result;
   result.job_id = call.job.job_id;
-  result.output = out.contents();
-  result.truncated = out.truncated();
+  result.output = reply.stdout_text;  // held within the call's cap by the worker
+  result.truncated = reply.truncated;
   result.duration_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call.started).count());
-  set_status_from_exit(result, exit_code);
+  set_status_from_exit(result, reply.exit_code);
   worker.call.reset();
   worker.idle_since = Clock::now();
+  ended_before_ready_ = 0;
   if (!silent_) send_(result);
 }
 
@@ -339,40 +404,71 @@ void WarmWorkers::reap(Worker& worker) {
   }
   std::optional<Call> call = std::move(worker.call);
   const std::string worktree = worker.worktree;
-  const std::string trouble = worker.trouble;
+  const bool was_ready = worker.ready;
+  const std::string why = worker.trouble.empty()
+                              ? describe_exit(status)
+                              : worker.trouble + ", then " + describe_exit(status);
   std::erase_if(workers_, [&](const auto& w) { return w.get() == &worker; });
-  if (!call) {
-    if (!setup_error.empty()) {
+  if (!setup_error.empty()) {
+    if (!call) {
       std::cerr << "loopr-runner: a warm worker for " << worktree << " failed: " << setup_error
                 << "\n";
+    } else if (!call->cancelled && !call->timed_out) {
+      return fail_call(*call, setup_error);  // a process job's sandbox would fail alike
     }
-    return;
   }
+  if (!was_ready && setup_error.empty() && !silent_ && !(call && call->cancelled)) {
+    ++ended_before_ready_;
+    std::cerr << "loopr-runner: a warm worker for " << worktree << " ended before it was ready ("
+              << why << ")" << (call ? "; its call runs as a process job" : "") << "\n";
+    if (ended_before_ready_ >= kGiveUpAfter && !given_up_) {
+      given_up_ = true;
+      std::cerr
+          << "loopr-runner: lane " << sandbox_.spec().lane << ": " << kGiveUpAfter
+          << " warm workers in a row ended before they were ready; the file tools run as "
+             "process jobs from now on (set warm_workers = 0 for this lane to silence this)\n";
+    }
+    if (call && !call->timed_out) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(call->deadline - Clock::now());
+      run_as_process_(std::move(call->job), std::max(left, std::chrono::milliseconds(1)));
+      return;
+    }
+  }
+  if (!call) return;
+  proto::JobResult result;
+  result.job_id = call->job.job_id;
+  result.exit_code = kKilledStatus;
+  result.duration_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call->started).count());
   if (call->cancelled) {
-    proto::JobResult result;
-    result.job_id = call->job.job_id;
     result.status = proto::JobStatus::cancelled;
     if (!silent_) send_(result);
     return;
   }
   if (call->timed_out) {
-    proto::JobResult result;
-    result.job_id = call->job.job_id;
     result.status = proto::JobStatus::timeout;
     result.error = "the call ran past its timeout of " + std::to_string(call->job.timeout_ms) +
                    " ms and was stopped (its warm worker was killed)";
-    result.duration_ms = call->job.timeout_ms;
     if (!silent_) send_(result);
     return;
   }
-  if (!setup_error.empty()) return fail_call(*call, setup_error);
-  const std::string why =
-      trouble.empty() ? describe_exit(status) : trouble + ", then " + describe_exit(status);
-  if (read_only(call->job.tool) && !call->retried && !silent_) {
+  // Retried once, on a fresh worker, within the call's own deadline, and
+  // only while a quarter of its time is left (a crash at the deadline is
+  // reported as the crash, not as a timeout of its retry).
+  const auto left = call->deadline - Clock::now();
+  const auto quarter = std::chrono::milliseconds(call->job.timeout_ms / 4);
+  if (read_only(call->job.tool) && !call->retried && !silent_ && left >= quarter) {
     std::cerr << "loopr-runner: the warm worker for " << worktree << " ended during "
               << call->job.tool << " (" << why << "); retrying it once on a fresh worker\n";
     proto::Job job = std::move(call->job);
-    if (dispatch(job, call->cap, call->deadline, /*retried=*/true)) return;
+    const std::string job_id = job.job_id;
+    if (dispatch(job, call->cap, call->deadline, /*retried=*/true)) {
+      for (auto& w : workers_) {
+        if (w->call && w->call->job.job_id == job_id) w->call->started = call->started;
+      }
+      return;
+    }
     call->job = std::move(job);
   }
   fail_call(*call, "the warm worker serving " + worktree + " ended during " + call->job.tool +

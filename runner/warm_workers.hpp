@@ -8,6 +8,8 @@
 // lane's seccomp filter) and execs `loopr-tool --serve`, which stacks a
 // filter against execve and new processes before it reads anything and says
 // so in its first message; a worker that does not is killed and never used.
+// Its stderr is /dev/null: nothing it writes reaches looprd's log, where it
+// could pass for the runner's own words.
 // It runs the same tool code as a process job (call_tool), and its reply
 // goes through the same OutputCapture, so a result is byte-identical.
 //
@@ -20,9 +22,11 @@
 // (SIGKILL to its PID 1: no thread is left running) and gets a timeout or
 // cancelled result. A worker that dies during a call fails it with a clear
 // error — or, for a read-only tool (read_file, list_directory, glob, grep),
-// retries it once on a fresh worker; a sandbox step that failed is reported
-// as it is and never retried. A worktree whose folder was replaced (another
-// inode at the same path) gets new workers.
+// retries it once on a fresh worker, within the call's own deadline, when a
+// quarter of its time is left; a sandbox step that failed is reported as it
+// is and never retried. A worktree whose folder was replaced (another inode
+// at the same path), or whose .git appeared, went or was replaced, gets new
+// workers (a worker's read-only .git mount is taken when it starts).
 //
 // No state crosses calls inside a worker but the worktree's directory, which
 // its mount namespace pins: every call opens its files afresh, so a change
@@ -47,12 +51,15 @@
 
 #include "proto/frame_codec.hpp"
 #include "proto/runner_messages.hpp"
+#include "proto/worker_messages.hpp"
 #include "runner/contain.hpp"
 
 namespace loopr::runner {
 
 struct WarmWorkerOptions {
-  std::size_t max_workers = 8;  // per lane; 0: no warm workers, a process per call
+  // Per lane; 0: no warm workers, a process per call. Up to 2 more may live
+  // while the least recently used waits for an idle lane to be stopped.
+  std::size_t max_workers = 8;
   std::chrono::milliseconds idle_timeout{60'000};
 };
 
@@ -60,8 +67,12 @@ class WarmWorkers {
  public:
   using Clock = std::chrono::steady_clock;
   using Send = std::function<void(const proto::RunnerMessage&)>;
+  // Runs a call as a process job after all, within `timeout` (what is left
+  // of its own): for a call whose worker ended before it was ready.
+  using RunAsProcess = std::function<void(proto::Job, std::chrono::milliseconds timeout)>;
 
-  WarmWorkers(const LaneSandbox& sandbox, WarmWorkerOptions options, Send send);
+  WarmWorkers(const LaneSandbox& sandbox, WarmWorkerOptions options, Send send,
+              RunAsProcess run_as_process);
   ~WarmWorkers();  // kills and reaps every worker
   WarmWorkers(const WarmWorkers&) = delete;
   WarmWorkers& operator=(const WarmWorkers&) = delete;
@@ -79,6 +90,7 @@ class WarmWorkers {
   // result follows when it has exited.
   bool cancel(const std::string& job_id);
   void cancel_all();
+  bool has_call(const std::string& job_id) const;
 
   // Workers with a call in flight (they take the lane's slots).
   std::size_t busy() const;
@@ -99,21 +111,26 @@ class WarmWorkers {
   struct Worker;
 
   bool dispatch(proto::Job& job, std::uint64_t cap, Clock::time_point deadline, bool retried);
-  Worker* idle_worker_for(const std::string& worktree, dev_t dev, ino_t ino);
+  struct Identity;
+  Worker* idle_worker_for(const std::string& worktree, const Identity& identity);
   bool make_room();
   std::size_t live_workers() const;
   Worker* oldest_idle();
   void kill(Worker& worker);
   void flush(Worker& worker);
   void read_replies(Worker& worker);
-  void complete(Worker& worker, int exit_code, std::string_view stdout_text);
+  void complete(Worker& worker, const proto::WorkerReply& reply);
   void reap(Worker& worker);
   void fail_call(Call& call, const std::string& message);
 
   const LaneSandbox& sandbox_;
   WarmWorkerOptions options_;
   Send send_;
+  RunAsProcess run_as_process_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::string read_buffer_;
+  int ended_before_ready_ = 0;  // in a row; at kGiveUpAfter the lane stops using workers
+  bool given_up_ = false;
   bool silent_ = false;  // abandon(): nobody to report to
 };
 

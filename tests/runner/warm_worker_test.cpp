@@ -86,6 +86,12 @@ TEST(WarmWorker, ResultsAreByteIdenticalToAProcessPerCall) {
     runner->tree().write("wt/src/main.c", "int main(void) {\n  return 0;\n}\n");
     runner->tree().write("wt/src/util.c", "int util;\n\xff\xfe binary-ish\n");
     runner->tree().write("wt/notes.md", std::string(5000, 'x') + "\nneedle\n");
+    // 19 MB of read_file output: more than a worker's reply frame could
+    // hold, were the cap not applied in the worker.
+    std::string wide;
+    for (int i = 0; i < 10'000; ++i)
+      wide += std::string(1900, static_cast<char>('a' + i % 26)) + "\n";
+    runner->tree().write("wt/wide.txt", wide);
   }
   const std::vector<std::pair<std::string, json>> calls = {
       {"read_file", {{"path", "src/main.c"}}},
@@ -106,6 +112,16 @@ TEST(WarmWorker, ResultsAreByteIdenticalToAProcessPerCall) {
     EXPECT_EQ(a.exit_code, b.exit_code) << tool << " " << args.dump();
     EXPECT_EQ(a.output, b.output) << tool << " " << args.dump();
     EXPECT_EQ(a.truncated, b.truncated) << tool << " " << args.dump();
+  }
+  for (const json& args : {json{{"path", "wide.txt"}, {"limit", 10'000}}}) {
+    const auto a = warm.run("read_file", args, 60'000, 1'000'000);
+    const auto b = cold.run("read_file", args, 60'000, 1'000'000);
+    EXPECT_EQ(a.status, JobStatus::success) << a.error.value_or("");
+    EXPECT_TRUE(a.truncated);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.exit_code, b.exit_code);
+    EXPECT_EQ(a.truncated, b.truncated);
+    EXPECT_EQ(a.output, b.output);
   }
   EXPECT_EQ(workers_of(warm).size(), 1u);
   EXPECT_TRUE(workers_of(cold).empty()) << "--warm-workers 0 runs a process per call";
@@ -287,6 +303,25 @@ TEST(WarmWorker, AReplacedWorktreeFolderGetsANewWorker) {
   ASSERT_EQ(result.status, JobStatus::success) << result.output << result.error.value_or("");
   EXPECT_EQ(json::parse(result.output)["content"], "     1|new\n");
   EXPECT_NE(workers_of(runner), before);
+}
+
+// A worker's read-only .git mount is taken when it starts: a .git that
+// appears later (git init by a command) is not the worker's to see writable.
+TEST(WarmWorker, AWorktreeWhoseGitAppearedGetsANewWorker) {
+  RunnerHarness runner;
+  runner.tree().write("wt/f.txt", "f\n");
+  ASSERT_EQ(runner.run("read_file", {{"path", "f.txt"}}).status, JobStatus::success);
+  const auto before = workers_of(runner);
+  ASSERT_EQ(before.size(), 1u);
+  const auto made =
+      runner.run("run_command_isolated", {{"command", "mkdir .git && echo x > .git/HEAD"}});
+  ASSERT_EQ(made.status, JobStatus::success) << made.output;
+  ASSERT_EQ(runner.run("read_file", {{"path", "f.txt"}}).status, JobStatus::success);
+  const auto after = workers_of(runner);
+  EXPECT_NE(after, before) << "the worker that started without .git was not used again";
+  const auto write = runner.run("write_file", {{"path", ".git/HEAD"}, {"content", "y"}});
+  EXPECT_NE(write.status, JobStatus::success);
+  EXPECT_EQ(runner.tree().read("wt/.git/HEAD"), "x\n");
 }
 
 // The worker's own filter, as compiled for it: no exec and no new process,
