@@ -586,9 +586,10 @@ void RunnerLink::complete(const std::shared_ptr<PendingJob>& job, LaneReply repl
 Error RunnerLink::lane_failed_error() const {
   return make_error(errc::sandbox_setup, last_error_,
                     "lane " + config_.lane +
-                        " cannot run jobs on this machine right now (a problem of the machine or "
-                        "of loopr, not of the call); `looprctl daemon status` shows the lane, "
-                        "and tools of other lanes still work");
+                        " cannot run jobs right now, not because of the call: if the message "
+                        "names a loopr.toml setting, change it and restart looprd; otherwise it "
+                        "is a problem of the machine or of loopr. `looprctl daemon status` shows "
+                        "the lane, and tools of other lanes still work");
 }
 
 void RunnerLink::fail_in_flight(const Error& why, proto::JobStatus status) {

@@ -251,8 +251,10 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
       outcome.status = "error";
       outcome.error = make_error(errc::sandbox_setup,
                                  result.error.value_or("the runner could not run the tool"),
-                                 "a problem of the machine or of loopr, not of the call; "
-                                 "`looprctl daemon status` and looprd's log say more");
+                                 "not a problem of the call: if the message names a loopr.toml "
+                                 "setting, change it and restart looprd; otherwise the machine "
+                                 "or loopr is at fault, and `looprctl daemon status` and "
+                                 "looprd's log say more");
       break;
   }
   return outcome;
