@@ -408,7 +408,18 @@ TEST_F(Daemon, MetricsCountCallsPerToolAndLane) {
   daemon_.tree().write("work/repo/m.txt", "m\n");
   for (int i = 0; i < 3; ++i)
     daemon_.tool("read_file", {{"path", "m.txt"}});
-  auto metrics = daemon_.call("metrics.get");
+  // The three calls may be done (warm workers) before the other lanes'
+  // runners have started: wait for them, bounded.
+  json metrics;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (;;) {
+    metrics = daemon_.call("metrics.get");
+    const auto& lanes = metrics["lanes"];
+    const bool all_ready = std::all_of(lanes.begin(), lanes.end(),
+                                       [](const json& lane) { return lane["state"] == "ready"; });
+    if (all_ready || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(20ms);  // bounded wait on the runners' start
+  }
   bool found = false;
   for (const auto& row : metrics["calls"]) {
     if (row["tool"] == "read_file" && row["lane"] == "no-net") {
