@@ -94,7 +94,6 @@ class WarmWorkers {
 
   // Workers with a call in flight (they take the lane's slots).
   std::size_t busy() const;
-  std::size_t running() const { return workers_.size(); }
 
   // Appends the fds to poll; handle_poll() takes the same entries back.
   void add_poll_fds(std::vector<pollfd>& fds) const;

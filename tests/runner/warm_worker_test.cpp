@@ -45,6 +45,16 @@ std::string status_field(int pid, const std::string& field) {
   return "";
 }
 
+// Writes wt/NAME, reads it through the runner, and returns the workers of
+// the worktree then (one, unless something is wrong; callers assert it).
+std::vector<int> warm_up(RunnerHarness& runner, const std::string& name,
+                         const std::string& content) {
+  runner.tree().write("wt/" + name, content);
+  const auto read = runner.run("read_file", {{"path", name}});
+  EXPECT_EQ(read.status, JobStatus::success) << read.output << read.error.value_or("");
+  return workers_of(runner);
+}
+
 RunnerOptions with_args(std::vector<std::string> args, RunnerOptions options = {}) {
   options.extra_args.insert(options.extra_args.end(), args.begin(), args.end());
   return options;
@@ -197,9 +207,7 @@ TEST(WarmWorker, ACallOverItsTimeoutKillsTheWorkerAndTheNextCallGetsANewOne) {
 
 TEST(WarmWorker, ACancelledCallKillsItsWorker) {
   RunnerHarness runner;
-  runner.tree().write("wt/a.txt", "a\n");
-  ASSERT_EQ(runner.run("read_file", {{"path", "a.txt"}}).status, JobStatus::success);
-  const auto before = workers_of(runner);
+  const auto before = warm_up(runner, "a.txt", "a\n");
   ASSERT_EQ(before.size(), 1u);
   ASSERT_EQ(::kill(before.front(), SIGSTOP), 0);
   runner.send(runner.job("c1", "read_file", {{"path", "a.txt"}}));
@@ -293,9 +301,7 @@ TEST(WarmWorker, IdleWorkersStopAndTheCapEvictsTheLeastRecentlyUsed) {
 // new worktree: the worker that pinned the old one is not used for it.
 TEST(WarmWorker, AReplacedWorktreeFolderGetsANewWorker) {
   RunnerHarness runner;
-  runner.tree().write("wt/f.txt", "old\n");
-  ASSERT_EQ(runner.run("read_file", {{"path", "f.txt"}}).status, JobStatus::success);
-  const auto before = workers_of(runner);
+  const auto before = warm_up(runner, "f.txt", "old\n");
   ASSERT_EQ(before.size(), 1u);
   ASSERT_EQ(::rename(runner.worktree().c_str(), (runner.worktree() + ".old").c_str()), 0);
   runner.tree().write("wt/f.txt", "new\n");
@@ -309,9 +315,7 @@ TEST(WarmWorker, AReplacedWorktreeFolderGetsANewWorker) {
 // appears later (git init by a command) is not the worker's to see writable.
 TEST(WarmWorker, AWorktreeWhoseGitAppearedGetsANewWorker) {
   RunnerHarness runner;
-  runner.tree().write("wt/f.txt", "f\n");
-  ASSERT_EQ(runner.run("read_file", {{"path", "f.txt"}}).status, JobStatus::success);
-  const auto before = workers_of(runner);
+  const auto before = warm_up(runner, "f.txt", "f\n");
   ASSERT_EQ(before.size(), 1u);
   const auto made =
       runner.run("run_command_isolated", {{"command", "mkdir .git && echo x > .git/HEAD"}});
