@@ -290,41 +290,67 @@ constexpr BuiltinTool kBuiltinTools[] = {
      "additionalProperties": false})"},
 
 {"memory_search", lanes::daemon, 5 * kSecond, 50000, SafetyTier::read_only,
- "Search the user's saved notes (full-text). Returns matching notes with their note_id, text "
- "and score, best first.",
+ "Search the notes saved with memory_save, by their words (full-text, best match first). "
+ "Returns [{note_id, text, score, snippet, source, updated_at}] with the matched words in "
+ "**bold** in the snippet. Any text is a fine query: it is searched as plain words.",
  R"({"type": "object",
      "properties": {
-       "query": {"type": "string", "minLength": 1, "description": "What to look for."},
+       "query": {"type": "string", "minLength": 1, "description": "Words to look for."},
        "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
                  "description": "Maximum number of notes to return."},
+       "scope": {"type": "string", "enum": ["repo", "user"], "default": "repo",
+                 "description": "repo: this repository's notes and the user's own; user: every note of the user, in every repository."},
        "include_conversation": {"type": "boolean", "default": false,
-                                "description": "Also search earlier conversation turns."}},
+                                "description": "Also search what the model said in earlier loops of this repository."}},
      "required": ["query"],
      "additionalProperties": false})"},
 
 {"memory_save", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
- "Save a new note to the user's memory, for later sessions. Returns its note_id.",
+ "Save a note for later loops (it survives restarts; the user can list and delete it). "
+ "Returns its note_id. Keep notes short and specific: a fact, a decision, a command that works.",
  R"({"type": "object",
      "properties": {
-       "content": {"type": "string", "minLength": 1, "description": "The note's text."}},
+       "content": {"type": "string", "minLength": 1, "description": "The note's text."},
+       "tags": {"type": "array", "maxItems": 16,
+                "items": {"type": "string", "minLength": 1},
+                "description": "Words to find the note by (each at most 64 bytes)."},
+       "scope": {"type": "string", "enum": ["repo", "user"], "default": "repo",
+                 "description": "repo: a note about this repository; user: a note about the user, seen from every repository."}},
      "required": ["content"],
      "additionalProperties": false})"},
 
 {"memory_update", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
- "Replace the text of an existing note, keeping its note_id.",
+ "Replace the text (and tags, when given) of a saved note, keeping its note_id.",
  R"({"type": "object",
      "properties": {
-       "note_id": {"type": "string", "minLength": 1, "description": "The note to change, e.g. note-1234."},
-       "content": {"type": "string", "minLength": 1, "description": "The note's new text."}},
+       "note_id": {"type": "string", "minLength": 1, "description": "The note to change, e.g. note-0f8e...."},
+       "content": {"type": "string", "minLength": 1, "description": "The note's new text."},
+       "tags": {"type": "array", "maxItems": 16,
+                "items": {"type": "string", "minLength": 1},
+                "description": "The note's new tags."}},
      "required": ["note_id", "content"],
      "additionalProperties": false})"},
 
 {"memory_delete", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
- "Delete a note from the user's memory.",
+ "Delete a saved note.",
  R"({"type": "object",
      "properties": {
        "note_id": {"type": "string", "minLength": 1, "description": "The note to delete."}},
      "required": ["note_id"],
+     "additionalProperties": false})"},
+
+{"oracle", lanes::daemon, 300 * kSecond, 100000, SafetyTier::read_only,
+ "Ask a second, independent model for advice: a design question, a review of an approach, "
+ "a bug you are stuck on. Attach the files it needs (paths in this worktree); it sees nothing "
+ "else. Its tokens count against this loop's budget. Returns {answer, model, usage}.",
+ R"({"type": "object",
+     "properties": {
+       "question": {"type": "string", "minLength": 1, "description": "What to ask, self-contained."},
+       "files": {"type": "array", "maxItems": 100,
+                 "items": {"type": "string", "minLength": 1},
+                 "description": "Paths of files in the worktree to attach (read for the oracle, capped)."},
+       "context": {"type": "string", "description": "Anything else it needs: an error, a plan, a diff."}},
+     "required": ["question"],
      "additionalProperties": false})"},
 };
 // clang-format on

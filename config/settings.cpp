@@ -24,16 +24,21 @@ constexpr std::int64_t kMinClientQueueBytes = 16 * kMiB;
 const std::map<std::string, std::vector<std::string>>& default_loop_tools() {
   // reference/seeds/003 "Loop Type Tool Configuration".
   static const std::map<std::string, std::vector<std::string>> tools = {
-      {"plan", {"read_file", "write_file", "glob", "grep", "create_plan", "complete_task"}},
+      {"plan",
+       {"read_file", "write_file", "glob", "grep", "memory_search", "memory_save", "memory_update",
+        "memory_delete", "oracle", "create_plan", "complete_task"}},
       {"spec",
        {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
-        "create_spec", "complete_task"}},
+        "memory_search", "memory_save", "memory_update", "memory_delete", "oracle", "create_spec",
+        "complete_task"}},
       {"phase",
        {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
-        "create_phase", "complete_task"}},
+        "memory_search", "memory_save", "memory_update", "memory_delete", "create_phase",
+        "complete_task"}},
       {"code",
        {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
-        "build", "test", "complete_task"}},
+        "build", "test", "memory_search", "memory_save", "memory_update", "memory_delete",
+        "complete_task"}},
   };
   return tools;
 }
@@ -128,13 +133,17 @@ class SettingsReader {
         scheduler(v);
       } else if (key == "merges") {
         merges(v);
+      } else if (key == "memory") {
+        memory(v);
+      } else if (key == "oracle") {
+        oracle(v);
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler] and [merges]");
+             "[scheduler], [merges], [memory] and [oracle]");
       }
     }
   }
@@ -728,6 +737,47 @@ class SettingsReader {
     }
   }
 
+  void memory(const toml::value& table) {
+    detail::require_table(table, "memory");
+    detail::refuse_unknown_keys(table, "memory", {"max_note_bytes", "max_notes"});
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "memory." + entry.key;
+      note(key, v);
+      if (entry.key == "max_note_bytes") {
+        s_.memory.max_note_bytes = detail::read_integer_in(v, key, 64, 1024 * 1024, "bytes");
+      } else if (entry.key == "max_notes") {
+        s_.memory.max_notes = detail::read_integer_in(v, key, 1, 1'000'000, "notes");
+      }
+    }
+  }
+
+  void oracle(const toml::value& table) {
+    detail::require_table(table, "oracle");
+    detail::refuse_unknown_keys(
+        table, "oracle",
+        {"provider", "model", "max_tokens", "max_files", "max_file_bytes", "max_total_bytes"});
+    auto& o = s_.oracle;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "oracle." + entry.key;
+      note(key, v);
+      if (entry.key == "provider") {
+        o.provider = detail::read_string(v, key);
+      } else if (entry.key == "model") {
+        o.model = detail::read_string(v, key);
+      } else if (entry.key == "max_tokens") {
+        o.max_tokens = detail::read_integer_in(v, key, 1, 1'000'000, "tokens");
+      } else if (entry.key == "max_files") {
+        o.max_files = detail::read_integer_in(v, key, 0, 100, "files");
+      } else if (entry.key == "max_file_bytes") {
+        o.max_file_bytes = detail::read_integer_in(v, key, 1024, 16 * 1024 * 1024, "bytes");
+      } else if (entry.key == "max_total_bytes") {
+        o.max_total_bytes = detail::read_integer_in(v, key, 1024, 64 * 1024 * 1024, "bytes");
+      }
+    }
+  }
+
   Settings& s_;
   const EnvLookup& env_;
 };
@@ -743,6 +793,14 @@ class SettingsReader {
 
 // Checks that span sections, once a whole document has been applied.
 void check_consistency(const Settings& s) {
+  if (s.oracle.configured() && s.providers.count(s.oracle.provider) == 0) {
+    std::vector<std::string> names;
+    for (const auto& [name, p] : s.providers)
+      names.push_back(name);
+    fail_at_origin(s, "oracle.provider",
+                   "no provider named \"" + s.oracle.provider + "\"; providers are " +
+                       detail::join(names) + " (or leave [oracle] provider unset for no oracle)");
+  }
   if (s.providers.count(s.llm.provider) == 0) {
     std::vector<std::string> names;
     for (const auto& [name, p] : s.providers)

@@ -256,6 +256,25 @@ struct WorktreeSettings {
   std::int64_t keep_finished_s = 3600;
 };
 
+// [memory]: the notes loops keep (memory_save and friends; issue 13).
+struct MemorySettings {
+  std::int64_t max_note_bytes = 16384;  // one note's text
+  // Notes one user keeps for one repository, and of their own (user scope).
+  std::int64_t max_notes = 1000;
+};
+
+// [oracle]: the second model the `oracle` tool consults (issue 13). Unset
+// provider: the tool answers that it is not configured, naming these keys.
+struct OracleSettings {
+  std::string provider;                   // a key of Settings::providers; empty: no oracle
+  std::string model;                      // empty: the provider's own model
+  std::int64_t max_tokens = 4096;         // of the answer
+  std::int64_t max_files = 8;             // files one question may attach
+  std::int64_t max_file_bytes = 65536;    // of one file (more is cut, and said so)
+  std::int64_t max_total_bytes = 262144;  // of every attachment together, context included
+  bool configured() const { return !provider.empty(); }
+};
+
 struct LlmSettings {
   std::string provider = "anthropic";  // a key of Settings::providers
 };
@@ -278,6 +297,8 @@ struct Settings {
   WorktreeSettings worktrees;
   SchedulerSettings scheduler;
   MergeSettings merges;
+  MemorySettings memory;
+  OracleSettings oracle;
   // Dotted key ("loops.code.tools") → where a file set it; keys left at their
   // default are absent.
   std::map<std::string, Origin> origins;

@@ -8,6 +8,7 @@
 #include <asio/post.hpp>
 #include <filesystem>
 
+#include "daemon/hosted_tools.hpp"
 #include "daemon/systemd_notify.hpp"
 
 namespace loopr::daemon {
@@ -86,6 +87,8 @@ Daemon::Daemon(DaemonOptions options)
       std::make_unique<ToolRouter>(io_, options_.settings, std::move(catalog), std::move(lane_map),
                                    approvals_, events_, metrics_, store_, reads_);
   router_->set_egress_proxy(egress_.get());
+  notebook_ = std::make_unique<memory::Notebook>(store_, options_.settings.memory);
+  host_memory_tools(*router_, *notebook_);
   providers_ = std::make_unique<ProviderRegistry>(io_, options_.settings, config::process_env());
   loop_tools_ = std::make_unique<LoopTools>(*router_, reads_);
   loops_ = std::make_unique<loops::LoopEngine>(loops::LoopEngineServices{

@@ -30,6 +30,7 @@
 #include "daemon/tool_router.hpp"
 #include "egress/egress_proxy.hpp"
 #include "loops/loop_engine.hpp"
+#include "memory/notebook.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -79,6 +80,7 @@ class Daemon {
   std::unique_ptr<egress::EgressProxy> egress_;  // serves the lanes with network
   std::vector<std::unique_ptr<RunnerLink>> lanes_;
   std::unique_ptr<ToolRouter> router_;
+  std::unique_ptr<memory::Notebook> notebook_;
   std::unique_ptr<ProviderRegistry> providers_;
   std::unique_ptr<LoopTools> loop_tools_;
   std::unique_ptr<loops::LoopEngine> loops_;

@@ -9,6 +9,7 @@ using nlohmann::json;
 
 asio::awaitable<std::vector<json>> LoopTools::run_calls(const std::string& loop_id,
                                                         const std::string& worktree,
+                                                        const std::string& repo,
                                                         std::vector<loops::GatewayCall> calls) {
   std::vector<ToolCallRequest> requests;
   requests.reserve(calls.size());
@@ -17,6 +18,7 @@ asio::awaitable<std::vector<json>> LoopTools::run_calls(const std::string& loop_
     request.tool = std::move(call.tool);
     request.args = std::move(call.args);
     request.worktree = worktree;
+    request.repo = repo;
     request.session = session_of(loop_id);
     request.loop_id = loop_id;
     requests.push_back(std::move(request));

@@ -16,7 +16,7 @@ class LoopTools : public loops::ToolGateway {
   LoopTools(ToolRouter& router, ReadTracker& reads) : router_(router), reads_(reads) {}
 
   asio::awaitable<std::vector<nlohmann::json>> run_calls(
-      const std::string& loop_id, const std::string& worktree,
+      const std::string& loop_id, const std::string& worktree, const std::string& repo,
       std::vector<loops::GatewayCall> calls) override;
   asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,
                                                  const std::string& worktree,

@@ -10,9 +10,11 @@
 #include <array>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "common/worktree_path.hpp"
 #include "daemon/web_search_args.hpp"
+#include "memory/repository.hpp"
 #include "proto/json_bounded.hpp"
 
 namespace loopr::daemon {
@@ -109,10 +111,12 @@ std::string canonical_or_same(const std::string& path) {
   return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
-std::string available_tools(const config::Catalog& catalog) {
+// The tools a client may call: every enabled one but the loop engine's own.
+std::string available_tools(const config::Catalog& catalog,
+                            const std::map<std::string, HostedTool>& hosted) {
   std::string names;
   for (const config::ToolSpec* tool : catalog.enabled_tools()) {
-    if (tool->lane == config::lanes::daemon) continue;
+    if (tool->lane == config::lanes::daemon && hosted.count(tool->name) == 0) continue;
     if (!names.empty()) names += ", ";
     names += tool->name;
   }
@@ -309,13 +313,14 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
 
   // 1. catalog
   const config::ToolSpec* tool = catalog->catalog.find(request.tool);
-  if (tool == nullptr || !tool->enabled || tool->lane == config::lanes::daemon) {
+  const bool hosted = tool != nullptr && tool->lane == config::lanes::daemon;
+  if (tool == nullptr || !tool->enabled || (hosted && hosted_.count(tool->name) == 0)) {
     std::string why = tool == nullptr  ? "unknown tool '" + request.tool + "'"
                       : !tool->enabled ? "tool '" + request.tool + "' is disabled in catalog.toml"
                                        : "tool '" + request.tool + "' only runs inside a loop";
-    outcome =
-        refused("invalid", make_error(errc::invalid_arguments, why,
-                                      "available tools: " + available_tools(catalog->catalog)));
+    outcome = refused("invalid",
+                      make_error(errc::invalid_arguments, why,
+                                 "available tools: " + available_tools(catalog->catalog, hosted_)));
     outcome.call_id = call_id;
     outcome.tool = request.tool;
     finish(outcome, request, started, started_unix, kUnknownToolMetric);
@@ -400,10 +405,11 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
                                         "do without this tool, or ask the user to allow it"));
   }
   auto lane = lanes_.find(tool->lane);
-  if (lane == lanes_.end()) {
+  if (!hosted && lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
-  active_[call_id] = ActiveCall{tool->lane, request.client_id, request.loop_id};
+  active_[call_id] = ActiveCall{tool->lane, request.client_id, request.loop_id,
+                                hosted ? std::make_shared<llm::CancelToken>() : nullptr};
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
@@ -440,6 +446,12 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   const auto timeout = static_cast<std::uint64_t>(tool->timeout_ms);
   const std::uint64_t job_timeout =
       request.timeout_ms ? std::min(*request.timeout_ms, timeout) : timeout;
+  if (hosted) {
+    ToolCallOutcome done =
+        co_await run_hosted(*tool, request, call_id, std::move(args), *worktree, job_timeout);
+    finish(done, request, started, started_unix, done.tool);
+    co_return done;
+  }
   if (tool->name == "web_search") {
     // The provider's key joins the arguments only here, after the approval
     // request, the store's digest (of request.args) and every event: it
@@ -487,6 +499,76 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // A caller that went away never saw the result: its session learns nothing.
   if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
   finish(done, request, started, started_unix, done.tool);
+  co_return done;
+}
+
+asio::awaitable<ToolCallOutcome> ToolRouter::run_hosted(const config::ToolSpec& tool,
+                                                        const ToolCallRequest& request,
+                                                        const std::string& call_id, json args,
+                                                        const std::string& worktree,
+                                                        std::uint64_t timeout_ms) {
+  HostedCall call;
+  call.call_id = call_id;
+  call.tool = tool.name;
+  call.args = std::move(args);
+  call.worktree = worktree;
+  call.repo =
+      request.repo.empty() ? memory::repository_of(worktree) : canonical_or_same(request.repo);
+  call.loop_id = request.loop_id;
+  call.session = request.session;
+  call.timeout_ms = timeout_ms;
+  call.max_output_bytes = static_cast<std::uint64_t>(tool.max_output_bytes);
+  call.cancel = active_[call_id].cancel;
+  const std::shared_ptr<llm::CancelToken> cancel = call.cancel;
+  json started_event = {
+      {"call_id", call_id}, {"tool", tool.name}, {"lane", tool.lane}, {"worktree", worktree}};
+  if (!request.loop_id.empty()) started_event["loop_id"] = request.loop_id;
+  events_.publish("tool.started", std::move(started_event));
+
+  // The timer outlives nothing: its handler owns what it touches.
+  auto timed_out = std::make_shared<bool>(false);
+  asio::steady_timer timer(io_, std::chrono::milliseconds(timeout_ms));
+  timer.async_wait([timed_out, cancel](const std::error_code& ec) {
+    if (ec) return;
+    *timed_out = true;
+    cancel->cancel();
+  });
+  const HostedTool run = hosted_.at(tool.name);  // a copy: host_tool() may replace it meanwhile
+  Result<json> result = make_error("cancelled", tool.name + " was cancelled before it ran");
+  try {
+    if (!cancel->cancelled()) result = co_await run(std::move(call));
+  } catch (const std::exception& e) {
+    spdlog::error("hosted tool {} (call {}) threw: {}", tool.name, call_id, e.what());
+    result = make_error(errc::internal, tool.name + " failed inside looprd: " + e.what(),
+                        "report this as a loopr bug");
+  }
+  timer.cancel();
+  active_.erase(call_id);
+
+  ToolCallOutcome done;
+  done.call_id = call_id;
+  done.tool = tool.name;
+  done.lane = tool.lane;
+  // A result that came back whole is the result, even if a cancel came
+  // just after it: the tool did what it says.
+  if (result) {
+    done.status = "success";
+    done.ok = true;
+    done.output = std::move(result).value();
+  } else if (*timed_out) {
+    done.status = "timeout";
+    done.error = make_error(
+        errc::timeout,
+        tool.name + " did not finish within " + std::to_string(timeout_ms) + " ms and was stopped",
+        "ask a smaller question, or raise timeout_ms of [tools." + tool.name + "] in catalog.toml");
+  } else if (cancel->cancelled()) {
+    done.status = "cancelled";
+    done.error = make_error("cancelled", tool.name + " was cancelled",
+                            "nothing more was done; make the call again if it is still needed");
+  } else {
+    done.status = "failed";
+    done.error = std::move(result).error();
+  }
   co_return done;
 }
 
@@ -552,6 +634,10 @@ bool ToolRouter::cancel(const std::string& call_id) {
   auto it = active_.find(call_id);
   if (it == active_.end()) return false;
   if (approvals_.cancel_call(call_id, "the call was cancelled")) return true;
+  if (it->second.cancel) {
+    it->second.cancel->cancel();
+    return true;
+  }
   auto lane = lanes_.find(it->second.lane);
   return lane != lanes_.end() && lane->second->cancel(call_id);
 }

@@ -36,6 +36,7 @@
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
 #include "egress/egress_proxy.hpp"
+#include "llm/cancel_token.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -60,6 +61,10 @@ struct ToolCallRequest {
   // The loop that made the call (empty: a client's own call); tool events
   // carry it, and cancel_calls_of_loop() finds the call by it.
   std::string loop_id;
+  // The repository the call is about (a loop's: the repository loopr made it
+  // for); empty: the one the worktree belongs to (memory/repository.hpp).
+  // Only tools hosted in looprd (memory notes) use it.
+  std::string repo;
   // The command build/test/validate run instead of the configured one. Set
   // only by looprd itself (a loop's validation, chosen by the user), never
   // from a client's or a model's arguments.
@@ -95,6 +100,30 @@ struct CompiledCatalog {
   static std::shared_ptr<const CompiledCatalog> build(config::Catalog catalog);
 };
 
+// A call of a tool that runs in looprd itself (catalog lane "daemon") and
+// goes through the router like any other — catalog, schema, approval
+// policy, the store's record, events, metrics, timeout and cancellation:
+// memory_* and oracle. (complete_task and create_* belong to the loop
+// engine and are refused here.) A hosted tool runs on the io thread, so it
+// must not block; it must give up promptly once `cancel` fires (on
+// tool.cancel, its loop's or client's end, or its timeout), and keep its
+// output under max_output_bytes.
+struct HostedCall {
+  std::string call_id;
+  std::string tool;
+  nlohmann::json args;   // checked against the tool's schema
+  std::string worktree;  // realpath, beneath a worktree root
+  std::string repo;      // realpath: request.repo, or the worktree's repository
+  std::string loop_id;   // empty: a client's own call
+  std::string session;
+  std::uint64_t timeout_ms = 0;
+  std::uint64_t max_output_bytes = 0;
+  std::shared_ptr<llm::CancelToken> cancel;
+};
+// The tool's output (a JSON object), or an Error the model reads (code,
+// message, hint); the call's status is then "failed".
+using HostedTool = std::function<asio::awaitable<Result<nlohmann::json>>(HostedCall)>;
+
 class ToolRouter {
  public:
   using Lanes = std::map<std::string, RunnerLink*, std::less<>>;
@@ -125,6 +154,10 @@ class ToolRouter {
   // too): an invalid_arguments Error naming the field.
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const;
 
+  // Makes `tool` (a lane "daemon" tool of the catalog) callable.
+  void host_tool(const std::string& tool, HostedTool run) { hosted_[tool] = std::move(run); }
+  bool hosts(const std::string& tool) const { return hosted_.count(tool) != 0; }
+
   // Calls in lanes with network present a fresh token to this proxy, so the
   // connections they make are attributed to them (net.connect's call_id).
   void set_egress_proxy(egress::EgressProxy* proxy) { egress_ = proxy; }
@@ -141,6 +174,12 @@ class ToolRouter {
  private:
   struct BatchState;
   asio::awaitable<ToolCallOutcome> run_call(ToolCallRequest request, std::string call_id);
+  // Step 4 for a hosted tool: runs it under its timeout and cancel token.
+  asio::awaitable<ToolCallOutcome> run_hosted(const config::ToolSpec& tool,
+                                              const ToolCallRequest& request,
+                                              const std::string& call_id, nlohmann::json args,
+                                              const std::string& worktree,
+                                              std::uint64_t timeout_ms);
   asio::awaitable<void> run_into_batch(std::shared_ptr<BatchState> state, std::size_t index);
   void finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
               std::chrono::steady_clock::time_point started, std::int64_t started_unix_ms,
@@ -165,8 +204,10 @@ class ToolRouter {
     std::string lane;
     std::uint64_t client_id = 0;
     std::string loop_id;
+    std::shared_ptr<llm::CancelToken> cancel;  // hosted calls
   };
   std::map<std::string, ActiveCall> active_;  // call id → running call
+  std::map<std::string, HostedTool> hosted_;  // tool → its code in looprd
 };
 
 // The result a runner's JobResult gives the model (exposed for tests).

@@ -447,6 +447,11 @@ std::string render_phase(const json& phase, std::string_view loop_id) {
 
 }  // namespace
 
+bool is_loop_engine_tool(std::string_view tool) {
+  return tool == "complete_task" || tool == "create_plan" || tool == "create_spec" ||
+         tool == "create_phase";
+}
+
 std::string_view artifact_tool_for(std::string_view loop_type) {
   if (loop_type == "plan") return "create_plan";
   if (loop_type == "spec") return "create_spec";

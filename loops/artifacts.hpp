@@ -30,6 +30,9 @@ inline constexpr std::size_t kMaxArtifactBytes = 256 * 1024;
 // "create_plan" for a plan loop, "create_spec" for spec, "create_phase" for
 // phase; "" for code (and any other type).
 std::string_view artifact_tool_for(std::string_view loop_type);
+// complete_task and the create_* tools: the loop engine answers them itself
+// (they change the loop); every other tool goes through the ToolGateway.
+bool is_loop_engine_tool(std::string_view tool);
 // "plan", "spec", "phase" for the three artifact tools; "" otherwise.
 std::string_view artifact_kind_of(std::string_view tool);
 

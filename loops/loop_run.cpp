@@ -668,7 +668,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       malformed[i] = true;
       continue;
     }
-    if (tool->lane == config::lanes::daemon) {
+    if (tool->lane == config::lanes::daemon && is_loop_engine_tool(call.name)) {
       if (auto valid = services.tools.check_arguments(call.name, args); !valid) {
         outcomes[i] = tool_error(valid.error().code, call.name + ": " + valid.error().message,
                                  valid.error().hint);
@@ -743,7 +743,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   }
 
   if (!dispatch.empty()) {
-    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, std::move(dispatch));
+    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, spec_.repo, std::move(dispatch));
     // looprd is stopping: these results may be cancellations; the journal
     // keeps the calls as started, and the restart reports them.
     if (stopping_) co_return true;

@@ -28,12 +28,16 @@ class ToolGateway {
  public:
   virtual ~ToolGateway() = default;
 
-  // Runs one model turn's runner-lane calls: consecutive read-only calls in
-  // parallel, the others alone, in order. Returns one tool.call result per
-  // call, in call order (docs/control-protocol.md: {call_id, tool, lane,
-  // status, ok, output, error?, exit_code, duration_ms, truncated}).
+  // Runs one model turn's calls (all but the loop engine's own tools:
+  // runner lanes, and the tools looprd hosts such as memory notes and the
+  // oracle): consecutive read-only calls in parallel, the others alone, in
+  // order. `repo` is the repository the loop was made for (memory notes are
+  // kept per repository). Returns one tool.call result per call, in call
+  // order (docs/control-protocol.md: {call_id, tool, lane, status, ok,
+  // output, error?, exit_code, duration_ms, truncated}).
   virtual asio::awaitable<std::vector<nlohmann::json>> run_calls(
-      const std::string& loop_id, const std::string& worktree, std::vector<GatewayCall> calls) = 0;
+      const std::string& loop_id, const std::string& worktree, const std::string& repo,
+      std::vector<GatewayCall> calls) = 0;
   // Runs `command` (the loop's validation, chosen by the user) with the
   // `validate` tool on the heavy lane in `worktree`; a tool.call result.
   virtual asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,

@@ -38,31 +38,6 @@ json parse_document(const std::string& text) {
   return value.is_object() ? value : json::object();
 }
 
-int bind_text(sqlite3_stmt* statement, int index, const std::string& text) {
-  return sqlite3_bind_text(statement, index, text.data(), static_cast<int>(text.size()),
-                           SQLITE_TRANSIENT);
-}
-
-// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() succeeded.
-class Transaction {
- public:
-  explicit Transaction(sqlite3* db) : db_(db), rc_(exec(db, "BEGIN IMMEDIATE")) {}
-  ~Transaction() {
-    if (rc_ == SQLITE_OK && !committed_) exec(db_, "ROLLBACK");
-  }
-  int begun() const { return rc_; }
-  int commit() {
-    const int rc = exec(db_, "COMMIT");
-    committed_ = rc == SQLITE_OK;
-    return rc;
-  }
-
- private:
-  sqlite3* db_;
-  int rc_;
-  bool committed_ = false;
-};
-
 Result<void> check_row(const LoopRow& row) {
   for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"id", &row.id},
                                    {"type", &row.type},
@@ -115,6 +90,10 @@ void Store::prepare_loop_statements(State& state) {
       "SELECT id, loop_id, iteration, kind, data, at_ms FROM loop_steps WHERE loop_id = ?1 AND "
       "id > ?2 AND (?3 IS NULL OR iteration = ?3) ORDER BY id LIMIT ?4");
   state.count_loop_steps = prepare(db, path, "SELECT count(*) FROM loop_steps WHERE loop_id = ?1");
+  state.insert_conversation_text =
+      prepare(db, path,
+              "INSERT INTO conversation_fts (rowid, text, loop_id, iteration, at_ms) "
+              "VALUES (?1, ?2, ?3, ?4, ?5)");
 }
 
 Result<std::int64_t> Store::next_loop_seq() const {
@@ -125,6 +104,32 @@ Result<std::int64_t> Store::next_loop_seq() const {
 }
 
 namespace {
+
+// A model turn's text, indexed for memory_search's include_conversation
+// (memory_notes.cpp) in the transaction that appends its step.
+Result<void> index_conversation(sqlite3* db, const Statement& index, const LoopStep& step,
+                                std::int64_t step_id) {
+  if (step.kind != "model_turn") return {};
+  auto turn = step.data.find("turn");
+  if (turn == step.data.end() || !turn->is_object()) return {};
+  auto text = turn->find("text");
+  if (text == turn->end() || !text->is_string() || text->get_ref<const std::string&>().empty()) {
+    return {};
+  }
+  const std::string& words = text->get_ref<const std::string&>();
+  StatementUse use(index);
+  sqlite3_stmt* insert = use.get();
+  int rc = sqlite3_bind_int64(insert, 1, step_id);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 2, words);
+  if (rc == SQLITE_OK) rc = bind_text(insert, 3, step.loop_id);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, 4, step.iteration);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_int64(insert, 5, step.at_ms != 0 ? step.at_ms : now_unix_ms());
+  if (rc != SQLITE_OK) return store_error(db, rc, "binding a conversation text");
+  rc = sqlite3_step(insert);
+  if (rc != SQLITE_DONE) return store_error(db, rc, "indexing a conversation text");
+  return {};
+}
 
 Result<std::int64_t> insert_step(sqlite3* db, sqlite3_stmt* insert, const LoopStep& step) {
   if (auto ok = check_text(step.kind, "kind", kMaxLoopFieldBytes); !ok)
@@ -259,6 +264,9 @@ Result<std::int64_t> Store::append_loop_step(const LoopStep& step, const LoopRow
     auto inserted = insert_step(db, use.get(), step);
     if (!inserted) return std::move(inserted).error();
     id = *inserted;
+  }
+  if (auto indexed = index_conversation(db, state_->insert_conversation_text, step, id); !indexed) {
+    return std::move(indexed).error();
   }
   if (row != nullptr) {
     const StatementUse use(state_->update_loop);

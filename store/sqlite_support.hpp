@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -96,6 +97,31 @@ inline std::int64_t now_unix_ms() {
       .count();
 }
 
+inline int bind_text(sqlite3_stmt* statement, int index, const std::string& text) {
+  return sqlite3_bind_text(statement, index, text.data(), static_cast<int>(text.size()),
+                           SQLITE_TRANSIENT);
+}
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db), rc_(exec(db, "BEGIN IMMEDIATE")) {}
+  ~Transaction() {
+    if (rc_ == SQLITE_OK && !committed_) exec(db_, "ROLLBACK");
+  }
+  int begun() const { return rc_; }
+  int commit() {
+    const int rc = exec(db_, "COMMIT");
+    committed_ = rc == SQLITE_OK;
+    return rc;
+  }
+
+ private:
+  sqlite3* db_;
+  int rc_;
+  bool committed_ = false;
+};
+
 // ---- Run-time errors ------------------------------------------------------
 
 inline Error store_error(sqlite3* db, int rc, std::string_view operation) {
@@ -161,6 +187,17 @@ struct Store::State {
   detail::Statement insert_loop_step;
   detail::Statement select_loop_steps;
   detail::Statement count_loop_steps;
+  detail::Statement insert_conversation_text;
+  // memory_notes.cpp
+  detail::Statement insert_note;
+  detail::Statement update_note;
+  detail::Statement update_note_tags;
+  detail::Statement delete_note;
+  detail::Statement select_note;
+  detail::Statement select_note_row;
+  detail::Statement count_notes;
+  detail::Statement index_note;
+  detail::Statement unindex_note;
 };
 
 }  // namespace loopr::store

@@ -91,6 +91,33 @@ CREATE TABLE loop_steps (
 
 CREATE INDEX loop_steps_by_loop ON loop_steps (loop_id, iteration, id);
 )sql"},
+    {3, "create memory_notes and the full-text indexes of notes and conversations", R"sql(
+CREATE TABLE memory_notes (
+  id            INTEGER PRIMARY KEY,
+  note_id       TEXT    NOT NULL UNIQUE,
+  owner_uid     INTEGER NOT NULL,
+  repo          TEXT    NOT NULL,
+  content       TEXT    NOT NULL,
+  tags          TEXT    NOT NULL,
+  source        TEXT    NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX memory_notes_by_owner ON memory_notes (owner_uid, repo, updated_at_ms);
+
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+  content, tags, tokenize = 'unicode61 remove_diacritics 2');
+
+CREATE VIRTUAL TABLE conversation_fts USING fts5(
+  text, loop_id UNINDEXED, iteration UNINDEXED, at_ms UNINDEXED,
+  tokenize = 'unicode61 remove_diacritics 2');
+
+INSERT INTO conversation_fts (rowid, text, loop_id, iteration, at_ms)
+  SELECT id, json_extract(data, '$.turn.text'), loop_id, iteration, at_ms FROM loop_steps
+  WHERE kind = 'model_turn' AND json_valid(data) AND json_type(data, '$.turn.text') = 'text'
+        AND length(json_extract(data, '$.turn.text')) > 0;
+)sql"},
 };
 
 // ---- Start-up: directory, file, inspection, migration -----------------------
@@ -371,6 +398,7 @@ Store Store::open(const std::string& state_dir, std::span<const StoreMigration> 
               "ORDER BY started_at_ms DESC, id DESC LIMIT ?1");
   state->count_tool_calls = prepare(db, path, "SELECT count(*) FROM tool_calls");
   prepare_loop_statements(*state);
+  prepare_note_statements(*state);
   return Store(std::move(state));
 }
 

@@ -1,6 +1,7 @@
 // looprd's Store (DESIGN.md §1, §6 step 6): the daemon's durable record, an
 // SQLite database <state_dir>/loopr.db in WAL mode: every tool call, every
-// loop and each loop's journal (schema version 2).
+// loop and each loop's journal, and the memory notes loops keep (schema
+// version 3; memory_notes.cpp).
 //
 // Schema versions live in PRAGMA user_version and grow by appending a step to
 // store_migrations() (store.cpp). A step is never edited once released: a
@@ -8,7 +9,8 @@
 // step in its own transaction together with its version bump, so a failed
 // step leaves the database at the previous version, unchanged. A database
 // from a newer loopr is refused and left untouched. The Store never deletes
-// data.
+// data, except a memory note its owner deletes (delete_note: gone from the
+// table and from the search index in the same transaction).
 //
 // Threads: a Store belongs to one thread (looprd's io thread). The connection
 // is opened without SQLite's own mutex; calls from two threads are a bug.
@@ -115,6 +117,63 @@ struct LoopStep {
 inline constexpr std::size_t kMaxLoopFieldBytes = 256;
 inline constexpr std::size_t kMaxLoopDocumentBytes = std::size_t{8} * 1024 * 1024;
 
+// One memory note (issue 13): text a loop or its user keeps across loops and
+// restarts. Notes belong to one user (owner_uid: the uid looprd serves) and
+// either to one repository (`repo`, its realpath) or to the user alone
+// (`repo` empty: seen from every repository).
+struct MemoryNote {
+  std::string note_id;  // "note-<uuid>"
+  std::int64_t owner_uid = 0;
+  std::string repo;
+  std::string content;
+  std::vector<std::string> tags;
+  std::string source;  // who saved it: "loop:<id>", "client"
+  std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;
+
+  bool operator==(const MemoryNote&) const = default;
+};
+
+// Which of a user's notes a listing or a search sees: with `repo` set, that
+// repository's notes and the user's own (repo empty); without, all of them.
+struct NoteScope {
+  std::int64_t owner_uid = 0;
+  std::optional<std::string> repo;
+};
+
+// A search hit. `rank` is FTS5's bm25() (lower is better: more negative);
+// `snippet` is the note's text around the matched words, each match between
+// `open` and `close` as given to the search.
+struct NoteHit {
+  MemoryNote note;
+  double rank = 0;
+  std::string snippet;
+};
+
+// A hit in a loop's conversation: the text of one model turn (a journal step
+// of kind model_turn) of a loop of the repository.
+struct ConversationHit {
+  std::int64_t step_id = 0;
+  std::string loop_id;
+  std::int64_t iteration = 0;
+  std::int64_t at_ms = 0;
+  std::string text;
+  double rank = 0;
+  std::string snippet;
+};
+
+// How a search marks the matched words in snippets, and how long a snippet is.
+struct SnippetStyle {
+  std::string open = "**";
+  std::string close = "**";
+  std::string ellipsis = "...";
+  int tokens = 24;  // FTS5 caps this at 64
+};
+
+// Longest note text and tag the store accepts (callers enforce their own,
+// lower, limits with better messages; these guard the table).
+inline constexpr std::size_t kMaxNoteBytes = std::size_t{1} * 1024 * 1024;
+
 class Store {
  public:
   // Opens or creates <state_dir>/loopr.db (state_dir and missing parents are
@@ -183,10 +242,48 @@ class Store {
                                            std::size_t limit = 1000000) const;
   Result<std::int64_t> count_loop_steps(const std::string& loop_id) const;
 
+  // ---- memory notes (memory_notes.cpp) ----
+  // Each call is one transaction: the note and its search index change
+  // together. `match` arguments are FTS5 query expressions, trusted: build
+  // them from a person's or a model's text with memory::fts_query(), never
+  // pass such text here.
+  //
+  // A duplicate note_id is errc::invalid_arguments; text over kMaxNoteBytes
+  // is errc::too_large.
+  Result<void> insert_note(const MemoryNote& note);
+  // Replaces the content (and tags, when given) of `owner_uid`'s note;
+  // false when the user has no such note.
+  Result<bool> update_note(std::int64_t owner_uid, const std::string& note_id,
+                           const std::string& content,
+                           const std::optional<std::vector<std::string>>& tags,
+                           std::int64_t updated_at_ms);
+  // Deletes `owner_uid`'s note; false when the user has no such note.
+  Result<bool> delete_note(std::int64_t owner_uid, const std::string& note_id);
+  Result<std::optional<MemoryNote>> find_note(std::int64_t owner_uid,
+                                              const std::string& note_id) const;
+  // The notes of `scope`, most recently updated first, at most `limit`.
+  Result<std::vector<MemoryNote>> list_notes(const NoteScope& scope, std::size_t limit,
+                                             std::size_t offset = 0) const;
+  // How many notes `owner_uid` keeps for exactly `repo` ("" : the user's own).
+  Result<std::int64_t> count_notes(std::int64_t owner_uid, const std::string& repo) const;
+  // The notes of `scope` matching `match`, best first (bm25), at most `limit`.
+  Result<std::vector<NoteHit>> search_notes(const NoteScope& scope, const std::string& match,
+                                            std::size_t limit,
+                                            const SnippetStyle& style = {}) const;
+  // Model turns of the loops of `repo` (their spec's repo) matching `match`,
+  // best first, at most `limit`. Every model_turn step with text is indexed
+  // when it is appended (a trigger; older journals were indexed by the
+  // migration to version 3).
+  Result<std::vector<ConversationHit>> search_conversation(const std::string& repo,
+                                                           const std::string& match,
+                                                           std::size_t limit,
+                                                           const SnippetStyle& style = {}) const;
+
  private:
   struct State;
   explicit Store(std::unique_ptr<State> state);
   static void prepare_loop_statements(State& state);
+  static void prepare_note_statements(State& state);
   std::unique_ptr<State> state_;
 };
 

@@ -48,6 +48,7 @@ constexpr Expected kDesignTools[] = {
     {"memory_save", "daemon", 5000, SafetyTier::side_effecting},
     {"memory_update", "daemon", 5000, SafetyTier::side_effecting},
     {"memory_delete", "daemon", 5000, SafetyTier::side_effecting},
+    {"oracle", "daemon", 300000, SafetyTier::read_only},
 };
 
 Catalog merged(std::string_view text, const std::string& name = "catalog.toml") {
@@ -155,7 +156,10 @@ TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
   EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["maxItems"], 7);
   EXPECT_EQ(required("create_phase"),
             (Set{"name", "title", "objective", "tasks", "validation_command"}));
-  EXPECT_EQ(properties("memory_search"), (Set{"query", "top_k", "include_conversation"}));
+  EXPECT_EQ(properties("memory_search"), (Set{"query", "top_k", "scope", "include_conversation"}));
+  EXPECT_EQ(properties("memory_save"), (Set{"content", "tags", "scope"}));
+  EXPECT_EQ(required("oracle"), (Set{"question"}));
+  EXPECT_EQ(properties("oracle"), (Set{"question", "files", "context"}));
   EXPECT_EQ(required("memory_update"), (Set{"note_id", "content"}));
   EXPECT_EQ(required("memory_delete"), (Set{"note_id"}));
 }

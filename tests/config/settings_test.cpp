@@ -40,11 +40,18 @@ TEST(SettingsDefaults, AreAWorkingSingleUserSetup) {
     EXPECT_GE(lane.slots, 1) << name;
   EXPECT_EQ(s.approval.default_policy, ApprovalPolicy::automatic);
   ASSERT_EQ(s.loops.size(), 4u);
-  EXPECT_THAT(s.loops.at("plan").tools, ElementsAre("read_file", "write_file", "glob", "grep",
-                                                    "create_plan", "complete_task"));
+  // Memory tools for every loop type, the oracle for plan and spec (issue 13).
+  EXPECT_THAT(
+      s.loops.at("plan").tools,
+      ElementsAre("read_file", "write_file", "glob", "grep", "memory_search", "memory_save",
+                  "memory_update", "memory_delete", "oracle", "create_plan", "complete_task"));
   EXPECT_THAT(s.loops.at("code").tools,
               ElementsAre("read_file", "write_file", "edit_file", "list_directory", "glob", "grep",
-                          "run_command", "build", "test", "complete_task"));
+                          "run_command", "build", "test", "memory_search", "memory_save",
+                          "memory_update", "memory_delete", "complete_task"));
+  EXPECT_EQ(s.memory.max_note_bytes, 16384);
+  EXPECT_EQ(s.memory.max_notes, 1000);
+  EXPECT_FALSE(s.oracle.configured());
   for (const auto& [type, loop] : s.loops)
     EXPECT_GE(loop.max_iterations, 1) << type;
   EXPECT_EQ(s.active_provider().kind, ProviderKind::anthropic);
