@@ -22,6 +22,7 @@
 #include "daemon/runner_link.hpp"
 #include "daemon/tool_router.hpp"
 #include "loops/loop_engine.hpp"
+#include "memory/notebook.hpp"
 
 namespace loopr::daemon {
 
@@ -39,6 +40,8 @@ struct DaemonServices {
   // True once looprd is shutting down: new requests other than ping are
   // refused, so nothing starts that would be cut off.
   std::function<bool()> shutting_down;
+  // The memory notes, for the memory.* methods (the person's view).
+  memory::Notebook& notebook;
 };
 
 inline constexpr const char* kDaemonVersion = "0.1.0";
