@@ -3,7 +3,6 @@
 #include <sys/random.h>
 
 #include <algorithm>
-#include <cmath>
 #include <ctime>
 
 #include "common/utf8.hpp"
@@ -18,6 +17,9 @@ using nlohmann::json;
 constexpr std::size_t kEnvelopeBytes = 2048;
 // Longest tag (the schema caps their number at 16).
 constexpr std::size_t kMaxTagBytes = 64;
+// A snippet is FTS5's window of words around the matches; a "word" can be
+// a 16 KiB run of letters, so it is cut too.
+constexpr std::size_t kMaxSnippetBytes = 512;
 // A hit's text is never cut below this, whatever the output cap.
 constexpr std::size_t kMinHitTextBytes = 256;
 
@@ -87,8 +89,9 @@ std::string cut(const std::string& text, std::size_t budget, bool& cut_off) {
 }
 
 double score_of(double rank) {
-  // bm25() is lower for better matches; a score is higher. Four decimals.
-  return std::round(-rank * 10000.0) / 10000.0;
+  // bm25() is lower (more negative) for better matches; a score is higher.
+  // Not rounded: with few notes, a word in most of them scores about 1e-6.
+  return -rank;
 }
 
 struct Hit {
@@ -147,6 +150,11 @@ Result<json> run_search(const store::Store& store, const store::NoteScope& scope
       max_output_bytes > kEnvelopeBytes ? max_output_bytes - kEnvelopeBytes : 0;
   const std::size_t share = hits.empty() ? room : room / hits.size();
   for (Hit& hit : hits) {
+    bool snippet_cut = false;
+    std::string snippet =
+        cut(hit.entry["snippet"].get<std::string>(), kMaxSnippetBytes, snippet_cut);
+    if (snippet_cut) snippet += "...";
+    hit.entry["snippet"] = std::move(snippet);
     const std::size_t used = hit.entry.dump().size();
     const std::size_t budget = std::max(kMinHitTextBytes, share > used ? share - used : 0);
     bool cut_off = false;

@@ -109,6 +109,11 @@ void Store::prepare_note_statements(State& state) {
                               (std::string("SELECT ") + kNoteColumns +
                                " FROM memory_notes n WHERE n.owner_uid = ?1 AND n.note_id = ?2")
                                   .c_str());
+  state.select_note_row =
+      prepare(db, path, "SELECT id, tags FROM memory_notes WHERE owner_uid = ?1 AND note_id = ?2");
+  state.index_note =
+      prepare(db, path, "INSERT INTO memory_fts (rowid, content, tags) VALUES (?1, ?2, ?3)");
+  state.unindex_note = prepare(db, path, "DELETE FROM memory_fts WHERE rowid = ?1");
   state.count_notes =
       prepare(db, path, "SELECT count(*) FROM memory_notes WHERE owner_uid = ?1 AND repo = ?2");
 }
