@@ -119,7 +119,8 @@ Result<json> run_search(const store::Store& store, const store::NoteScope& scope
     entry.entry = {{"note_id", hit.note.note_id},
                    {"score", score_of(hit.rank)},
                    {"snippet", hit.snippet},
-                   {"source", hit.note.repo.empty() ? "note (user)" : "note"},
+                   {"source", hit.note.source},
+                   {"scope", hit.note.repo.empty() ? "user" : "repo"},
                    {"updated_at", iso_time(hit.note.updated_at_ms)},
                    {"tags", hit.note.tags}};
     entry.text = std::move(hit.note.content);

@@ -47,9 +47,10 @@ class Notebook {
   //   memory_update {note_id, content, tags?} -> {note_id, message}
   //   memory_delete {note_id} -> {note_id, deleted: true, message}
   //   memory_search {query, top_k?, scope?, include_conversation?} ->
-  //     {results: [{note_id, text, score, snippet, source, updated_at, tags}],
-  //      message}; conversation hits have note_id null, source
-  //     "conversation:<loop id>", and loop_id/iteration.
+  //     {results: [{note_id, text, score, snippet, source, scope, updated_at,
+  //      tags}], message}: source is who saved the note ("loop:<id>",
+  //     "client"), scope "repo" or "user"; conversation hits have note_id
+  //     null, source "conversation:<loop id>", and loop_id/iteration.
   Result<nlohmann::json> call(const std::string& tool, const nlohmann::json& args,
                               const Caller& caller, std::size_t max_output_bytes);
   static bool handles(const std::string& tool);

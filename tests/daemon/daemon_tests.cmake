@@ -29,6 +29,11 @@ if(TARGET loopr_daemon)
   loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp)
   target_link_libraries(plan_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(plan_integration_test looprd loopr-runner loopr-tool)
+  # Memory notes through the real looprd and in scripted loops (issue 13;
+  # SECURITY class 28: FTS5 syntax in queries, another user's notes).
+  loopr_add_test(memory_daemon_test memory_daemon_test.cpp loop_fixture.cpp)
+  target_link_libraries(memory_daemon_test PRIVATE loopr_daemon_harness loopr_store)
+  add_dependencies(memory_daemon_test looprd loopr-runner loopr-tool)
   # SECURITY class 25, disk exhaustion: the worktree root and the state dir
   # on a small tmpfs in the test's own mount namespace (and user namespace,
   # when not root); the database is checked with SQLite itself afterwards.

@@ -77,7 +77,8 @@ TEST_F(NotebookTest, SaveGivesANoteIdAndSearchFindsItWithTheWordsMarked) {
   EXPECT_THAT(hit["snippet"].get<std::string>(), HasSubstr("**linker**"));
   EXPECT_THAT(hit["snippet"].get<std::string>(), HasSubstr("**memory**"));
   EXPECT_GT(hit["score"].get<double>(), 0);
-  EXPECT_EQ(hit["source"], "note");
+  EXPECT_EQ(hit["source"], "loop:l1");
+  EXPECT_EQ(hit["scope"], "repo");
   EXPECT_THAT(hit["updated_at"].get<std::string>(),
               ::testing::MatchesRegex("20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z"));
   EXPECT_EQ(hit["tags"], json({"build", "make"}));
@@ -257,7 +258,7 @@ TEST_F(NotebookTest, ConversationTurnsOfTheRepositoryCanBeSearched) {
   std::vector<std::string> sources;
   for (const json& hit : found["results"])
     sources.push_back(hit["source"]);
-  EXPECT_THAT(sources, ::testing::UnorderedElementsAre("note", "conversation:l-app"));
+  EXPECT_THAT(sources, ::testing::UnorderedElementsAre("loop:l1", "conversation:l-app"));
   for (const json& hit : found["results"]) {
     if (hit["source"] == "conversation:l-app") {
       EXPECT_TRUE(hit["note_id"].is_null());
