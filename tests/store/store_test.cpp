@@ -283,6 +283,39 @@ TEST_F(StoreTest, AVersionOneDatabaseOpensWithItsRows) {
   EXPECT_NE(raw.text("SELECT value FROM meta WHERE key = 'last_opened_by_version'"), "<no row>");
 }
 
+// A version 2 database (loops and their journal, no memory tables) upgrades
+// to version 3 with the model turns already in it indexed for searches.
+TEST_F(StoreTest, AVersionTwoDatabaseGetsItsModelTurnsIndexed) {
+  {
+    tree_.mkdir("state");
+    RawDb raw(db_path());
+    std::string sql = "PRAGMA journal_mode = WAL; BEGIN;";
+    for (const StoreMigration& step : store_migrations())
+      if (step.version <= 2) sql += std::string(step.sql);
+    sql += R"sql(
+      INSERT INTO loops VALUES ('l-old', 1, 'code', NULL, 'completed', '{"repo":"/src/app"}',
+                                '{}', 1, 2);
+      INSERT INTO loop_steps (loop_id, iteration, kind, data, at_ms) VALUES
+        ('l-old', 1, 'model_turn', '{"sequence":0,"turn":{"text":"The mutex in pool.c deadlocks"}}', 5),
+        ('l-old', 1, 'model_turn', '{"sequence":1,"turn":{"text":""}}', 6),
+        ('l-old', 1, 'note', '{"text":"deadlocks in a note are not conversation"}', 7);
+      PRAGMA user_version = 2;
+      PRAGMA application_id = 1819242352;
+      COMMIT;
+    )sql";
+    raw.exec(sql);
+  }
+  Store store = Store::open(state_dir());
+  EXPECT_EQ(store.schema_version(), current_version());
+  auto hits = store.search_conversation("/src/app", "\"deadlocks\"", 10);
+  ASSERT_TRUE(hits.ok()) << hits.error().message;
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ(hits->at(0).loop_id, "l-old");
+  EXPECT_EQ(hits->at(0).text, "The mutex in pool.c deadlocks");
+  EXPECT_EQ(hits->at(0).snippet, "The mutex in pool.c **deadlocks**");
+  EXPECT_TRUE(store.search_conversation("/src/other", "\"deadlocks\"", 10)->empty());
+}
+
 // A history one step longer than this build's, as a future loopr will have.
 std::vector<StoreMigration> history_with(std::string_view next_step_sql) {
   std::vector<StoreMigration> history(store_migrations().begin(), store_migrations().end());
@@ -341,7 +374,8 @@ TEST_F(StoreTest, AFailedUpgradeStepLeavesThePreviousVersion) {
 
 TEST_F(StoreTest, ANewerSchemaIsRefusedAndTheFileLeftUnchanged) {
   {
-    Store store = Store::open(state_dir(), history_with("CREATE TABLE future_things (id TEXT) STRICT;"));
+    Store store =
+        Store::open(state_dir(), history_with("CREATE TABLE future_things (id TEXT) STRICT;"));
     ASSERT_TRUE(store.record_tool_call(sample_record("from-the-future", 1)).ok());
   }
   const std::string before = db_bytes();
