@@ -162,6 +162,89 @@ std::int64_t estimate_tokens(std::size_t bytes) {
   return static_cast<std::int64_t>((bytes + 2) / 3);
 }
 
+void Allowance::narrow(const config::BudgetLimits& limits, const Spend& used,
+                       const std::string& scope) {
+  auto lower = [&](auto& item, const auto& limit, auto spent, const char* name) {
+    if (!limit) return;
+    const auto left = std::max(decltype(spent){0}, *limit - spent);
+    if (!item || left < item->amount) item.emplace(left, scope + "." + name);
+  };
+  lower(input_tokens, limits.input_tokens, used.tokens.input_tokens, "input_tokens");
+  lower(output_tokens, limits.output_tokens, used.tokens.output_tokens, "output_tokens");
+  lower(cache_read_tokens, limits.cache_read_tokens, used.tokens.cache_read_tokens,
+        "cache_read_tokens");
+  lower(cache_write_tokens, limits.cache_write_tokens, used.tokens.cache_write_tokens,
+        "cache_write_tokens");
+  lower(usd, limits.usd, used.usd, "usd");
+}
+
+Allowance Allowance::share(std::int64_t calls) const {
+  const std::int64_t n = std::max<std::int64_t>(1, calls);
+  Allowance shared = *this;
+  for (auto* item : {&shared.input_tokens, &shared.output_tokens, &shared.cache_read_tokens,
+                     &shared.cache_write_tokens}) {
+    if (*item) (*item)->amount /= n;
+  }
+  if (shared.usd) shared.usd->amount /= static_cast<double>(n);
+  return shared;
+}
+
+Result<std::int64_t> max_output_within(const Allowance& allowance, std::int64_t input_tokens,
+                                       std::int64_t wanted, const config::ModelPrice* price,
+                                       const std::string& model) {
+  const std::string hint =
+      "attach fewer or smaller files or a shorter context, or ask the user for a larger budget";
+  // Every input token may land in any input class.
+  for (const auto* item :
+       {&allowance.input_tokens, &allowance.cache_read_tokens, &allowance.cache_write_tokens}) {
+    if (*item && input_tokens > (*item)->amount) {
+      return make_error(kBudgetExhausted,
+                        (*item)->budget + ": " + std::to_string((*item)->amount) +
+                            " left, this call's input may use up to " +
+                            std::to_string(input_tokens),
+                        hint);
+    }
+  }
+  std::int64_t tokens = wanted;
+  std::string limited_by;
+  if (allowance.output_tokens && allowance.output_tokens->amount < tokens) {
+    tokens = allowance.output_tokens->amount;
+    limited_by =
+        allowance.output_tokens->budget + ": " + std::to_string(tokens) + " output tokens left";
+  }
+  if (allowance.usd) {
+    const auto& usd = *allowance.usd;
+    if (price == nullptr) {
+      return make_error(kBudgetExhausted,
+                        usd.budget + ": the cost of model " + model +
+                            " is unknown, so it cannot be kept within the budget",
+                        "add [prices.\"" + model + "\"] to loopr.toml");
+    }
+    const double input_price = std::max({price->input, price->cache_read, price->cache_write});
+    const double input_cost = static_cast<double>(input_tokens) * input_price * 1e-6;
+    if (input_cost >= usd.amount) {
+      return make_error(kBudgetExhausted,
+                        usd.budget + ": " + usd_text(usd.amount) +
+                            " left, this call's input may cost up to " + usd_text(input_cost),
+                        hint);
+    }
+    if (price->output > 0) {
+      const double affordable = (usd.amount - input_cost) / (price->output * 1e-6);
+      if (affordable < static_cast<double>(tokens)) {
+        tokens = static_cast<std::int64_t>(std::floor(affordable));
+        limited_by = usd.budget + ": " + usd_text(usd.amount) + " left, " + usd_text(input_cost) +
+                     " of it for the input";
+      }
+    }
+  }
+  if (tokens < 1) {
+    if (limited_by.empty()) limited_by = "max_tokens " + std::to_string(wanted);
+    return make_error(kBudgetExhausted, limited_by + ", not enough for an answer",
+                      "ask the user for a larger budget");
+  }
+  return tokens;
+}
+
 std::optional<std::string> exceeded_by_call(const config::BudgetLimits& limits, const Spend& used,
                                             const NextCall& call, const std::string& scope) {
   if (limits.turns_per_iteration && call.turns_this_iteration >= *limits.turns_per_iteration) {

@@ -67,4 +67,44 @@ std::optional<std::string> exceeded_by_time(const config::BudgetLimits& limits, 
 // three bytes of English or JSON.
 std::int64_t estimate_tokens(std::size_t bytes);
 
+// The error code of a call refused because a budget is spent.
+inline constexpr const char* kBudgetExhausted = "budget_exhausted";
+
+// What a tool call that consults a model itself (the oracle, which looprd
+// hosts) may still spend: for each token class and for USD, the least that
+// any of the caller's budgets leaves, with that budget's name. Unset: no
+// budget limits it (a client's own call has no allowance at all). A loop
+// narrows it by each of its budgets before a turn's calls run and shares it
+// among that turn's calls, so that together they cannot overspend; the tool
+// then caps its model call to it (max_output_within).
+struct Allowance {
+  template <typename T>
+  struct Left {
+    T amount{};
+    std::string budget;  // "loop.output_tokens", "plan p1.usd", "global.input_tokens"
+  };
+  std::optional<Left<std::int64_t>> input_tokens;
+  std::optional<Left<std::int64_t>> output_tokens;
+  std::optional<Left<std::int64_t>> cache_read_tokens;
+  std::optional<Left<std::int64_t>> cache_write_tokens;
+  std::optional<Left<double>> usd;
+
+  // Lowers each item to what `limits` leave after `used` (never below 0);
+  // `scope` ("loop", "global", "plan <id>") starts the budget's name.
+  void narrow(const config::BudgetLimits& limits, const Spend& used, const std::string& scope);
+  // Each item divided among `calls` calls (rounded down; `calls` < 1 counts as 1).
+  Allowance share(std::int64_t calls) const;
+};
+
+// The max_tokens of a model call with `input_tokens` (an estimate, erring
+// high) of input that keeps within `allowance`: `wanted` lowered to the
+// output tokens left and to what USD is left once the input is paid for at
+// the dearest input class. A budget_exhausted Error naming the budget when
+// the input alone may not fit, or no output token is left; also when the
+// allowance has USD and `price` is null (the cost of `model` is unknown,
+// as a loop with a USD budget refuses a model without a price).
+Result<std::int64_t> max_output_within(const Allowance& allowance, std::int64_t input_tokens,
+                                       std::int64_t wanted, const config::ModelPrice* price,
+                                       const std::string& model);
+
 }  // namespace loopr::loops

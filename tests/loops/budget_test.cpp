@@ -58,6 +58,77 @@ TEST(Budget, UsdIsCheckedWithTheDearestInputClassAndTheOutput) {
   EXPECT_NEAR(cost_usd({1'000'000, 1'000'000, 1'000'000, 1'000'000}, price), 22.05, 1e-9);
 }
 
+TEST(Allowance, IsTheLeastAnyBudgetLeavesNamedAfterThatBudget) {
+  config::BudgetLimits loop;
+  loop.output_tokens = 1000;
+  loop.usd = 1.0;
+  config::BudgetLimits plan;
+  plan.output_tokens = 5000;
+  plan.usd = 0.25;
+  Spend loop_used;
+  loop_used.tokens.output_tokens = 400;
+  loop_used.usd = 0.5;
+  Spend plan_used;
+  plan_used.tokens.output_tokens = 4900;
+  plan_used.usd = 0.05;
+  Allowance allowance;
+  allowance.narrow(loop, loop_used, "loop");
+  allowance.narrow(plan, plan_used, "plan p1");
+  allowance.narrow(config::BudgetLimits{}, Spend{}, "global");  // no limit: no change
+  ASSERT_TRUE(allowance.output_tokens && allowance.usd);
+  EXPECT_EQ(allowance.output_tokens->amount, 100);
+  EXPECT_EQ(allowance.output_tokens->budget, "plan p1.output_tokens");
+  EXPECT_NEAR(allowance.usd->amount, 0.2, 1e-12);
+  EXPECT_EQ(allowance.usd->budget, "plan p1.usd");
+  EXPECT_FALSE(allowance.input_tokens.has_value());
+  // Spent beyond its limit: nothing is left, never less.
+  loop_used.tokens.output_tokens = 2000;
+  allowance.narrow(loop, loop_used, "loop");
+  EXPECT_EQ(allowance.output_tokens->amount, 0);
+  EXPECT_EQ(allowance.output_tokens->budget, "loop.output_tokens");
+  // Three calls of one turn share it.
+  Allowance wide;
+  wide.narrow(plan, Spend{}, "plan p1");
+  const Allowance third = wide.share(3);
+  EXPECT_EQ(third.output_tokens->amount, 1666);
+  EXPECT_NEAR(third.usd->amount, 0.25 / 3, 1e-12);
+}
+
+TEST(Allowance, CapsAModelCallsOutputToWhatTokensAndUsdLeave) {
+  const config::ModelPrice price{3.0, 15.0, 0.3, 3.75};
+  Allowance none;
+  EXPECT_EQ(max_output_within(none, 1'000'000, 4096, nullptr, "m").value(), 4096);
+
+  Allowance tokens;
+  tokens.output_tokens.emplace(300, "loop.output_tokens");
+  EXPECT_EQ(max_output_within(tokens, 1000, 4096, nullptr, "m").value(), 300);
+  EXPECT_EQ(max_output_within(tokens, 1000, 200, nullptr, "m").value(), 200);
+  tokens.output_tokens->amount = 0;
+  auto spent = max_output_within(tokens, 1000, 4096, nullptr, "m");
+  ASSERT_FALSE(spent.ok());
+  EXPECT_EQ(spent.error().code, kBudgetExhausted);
+  EXPECT_THAT(spent.error().message, StartsWith("loop.output_tokens: 0 output tokens left"));
+
+  // 1000 input tokens at 3.75/M (the dearest class) cost $0.00375; $0.01
+  // leaves $0.00625, which buys 416 output tokens at 15/M.
+  Allowance usd;
+  usd.usd.emplace(0.01, "global.usd");
+  EXPECT_EQ(max_output_within(usd, 1000, 4096, &price, "m").value(), 416);
+  auto dear = max_output_within(usd, 3000, 4096, &price, "m");
+  ASSERT_FALSE(dear.ok());
+  EXPECT_THAT(dear.error().message, StartsWith("global.usd: $0.0100 left, this call's input"));
+  auto unpriced = max_output_within(usd, 10, 4096, nullptr, "mystery-model");
+  ASSERT_FALSE(unpriced.ok());
+  EXPECT_THAT(unpriced.error().message, HasSubstr("cost of model mystery-model is unknown"));
+
+  Allowance input;
+  input.cache_write_tokens.emplace(500, "plan p2.cache_write_tokens");
+  auto big = max_output_within(input, 501, 4096, nullptr, "m");
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(big.error().message, StartsWith("plan p2.cache_write_tokens: 500 left"));
+  EXPECT_TRUE(max_output_within(input, 500, 4096, nullptr, "m").ok());
+}
+
 TEST(Budget, TurnsToolCallsAndTimeAreCountedToo) {
   config::BudgetLimits limits;
   limits.turns_per_iteration = 3;
