@@ -16,7 +16,12 @@ constexpr const char* kCommon =
     "the first message. After you end your turn, loopr itself runs the validation command "
     "`{{validation_command}}` in the worktree; the work is done only when it passes. If it "
     "fails, the next iteration starts with its output.\n\n"
-    "Iteration {{iteration}} of at most {{max_iterations}}. Tools: {{tools}}.";
+    "Iteration {{iteration}} of at most {{max_iterations}}. Tools: {{tools}}.\n\n"
+    "If memory_search is among them, notes earlier loops kept about this repository may save "
+    "you work: search them before you explore. Keep what a later loop should know (a command "
+    "that works, a decision and its reason, a trap) with memory_save; update a note that is "
+    "wrong rather than adding another. If oracle is among them, it asks a second model for "
+    "advice: use it when you are stuck or unsure of a design, with the files it needs.";
 
 const std::map<std::string, std::string>& builtins() {
   static const std::map<std::string, std::string> templates = {
