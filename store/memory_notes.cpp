@@ -356,6 +356,7 @@ Result<std::vector<ConversationHit>> Store::search_conversation(const std::strin
       "snippet(conversation_fts, 0, ?4, ?5, ?6, ?7) "
       "FROM conversation_fts c JOIN loops l ON l.id = c.loop_id "
       "WHERE conversation_fts MATCH ?1 AND json_extract(l.spec, '$.repo') = ?2 "
+      "AND json_extract(l.state, '$.deleted') IS NOT 1 "
       "ORDER BY rank, c.rowid LIMIT ?3",
       "searching conversations");
   if (!statement) return std::move(statement).error();

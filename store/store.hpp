@@ -270,8 +270,8 @@ class Store {
   Result<std::vector<NoteHit>> search_notes(const NoteScope& scope, const std::string& match,
                                             std::size_t limit,
                                             const SnippetStyle& style = {}) const;
-  // Model turns of the loops of `repo` (their spec's repo) matching `match`,
-  // best first, at most `limit`. Every model_turn step with text is indexed
+  // Model turns of the loops of `repo` (their spec's repo; not loops the
+  // user deleted, state.deleted) matching `match`, best first, at most `limit`. Every model_turn step with text is indexed
   // when it is appended (a trigger; older journals were indexed by the
   // migration to version 3).
   Result<std::vector<ConversationHit>> search_conversation(const std::string& repo,

@@ -314,6 +314,11 @@ TEST_F(StoreTest, AVersionTwoDatabaseGetsItsModelTurnsIndexed) {
   EXPECT_EQ(hits->at(0).text, "The mutex in pool.c deadlocks");
   EXPECT_EQ(hits->at(0).snippet, "The mutex in pool.c **deadlocks**");
   EXPECT_TRUE(store.search_conversation("/src/other", "\"deadlocks\"", 10)->empty());
+  // A loop the user deleted is no longer searched.
+  LoopRow row = **store.find_loop("l-old");
+  row.state = {{"deleted", true}};
+  ASSERT_TRUE(store.update_loop(row).ok());
+  EXPECT_TRUE(store.search_conversation("/src/app", "\"deadlocks\"", 10)->empty());
 }
 
 // A history one step longer than this build's, as a future loopr will have.
