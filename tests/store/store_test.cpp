@@ -321,6 +321,35 @@ TEST_F(StoreTest, AVersionTwoDatabaseGetsItsModelTurnsIndexed) {
   EXPECT_TRUE(store.search_conversation("/src/app", "\"deadlocks\"", 10)->empty());
 }
 
+// The notes' search index changes with the note in one transaction: after
+// an update the old words are gone from the index itself, after a delete
+// nothing of the note is left in it (a ghost row would be hidden by the
+// search's join, so the index is read directly).
+TEST_F(StoreTest, ANoteAndItsIndexEntryChangeTogether) {
+  {
+    Store store = Store::open(state_dir());
+    MemoryNote note;
+    note.note_id = "note-a";
+    note.owner_uid = 1000;
+    note.repo = "/src/app";
+    note.content = "aardvark burrows";
+    note.tags = {"zoology"};
+    note.source = "client";
+    ASSERT_TRUE(store.insert_note(note).ok());
+    ASSERT_TRUE(*store.update_note(1000, "note-a", "badger setts", std::nullopt, 2));
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'aardvark'"), 0);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'badger'"), 1);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'zoology'"), 1);
+    EXPECT_FALSE(*store.update_note(1001, "note-a", "not mine", std::nullopt, 3));
+    EXPECT_FALSE(*store.delete_note(1001, "note-a"));
+    ASSERT_TRUE(*store.delete_note(1000, "note-a"));
+  }
+  RawDb raw(db_path());
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM memory_fts"), 0);
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM memory_notes"), 0);
+}
+
 // A history one step longer than this build's, as a future loopr will have.
 std::vector<StoreMigration> history_with(std::string_view next_step_sql) {
   std::vector<StoreMigration> history(store_migrations().begin(), store_migrations().end());
