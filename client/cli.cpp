@@ -14,6 +14,7 @@
 
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
+#include "client/memory_commands.hpp"
 #include "client/plan_commands.hpp"
 #include "client/tui_command.hpp"
 
@@ -416,6 +417,59 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   gc_cmd->add_flag("--dry-run", gc_dry_run, "only say what would be removed");
   gc_cmd->callback(
       [&] { command = [&](const CommandContext& c) { return run_gc(c, gc_dry_run); }; });
+
+  // ---- memory notes ----
+  auto* memory_cmd = app.add_subcommand(
+      "memory", "the notes loops keep with the memory tools: list, search, show, delete");
+  memory_cmd->require_subcommand(1);
+  const std::string repo_help =
+      "only the notes of the repository this folder is in (a subfolder or a git worktree "
+      "names its repository), and your own (default: every note)";
+
+  MemoryListOptions memory_list;
+  std::int64_t memory_limit = 0;
+  auto* memory_list_cmd =
+      memory_cmd->add_subcommand("list", "the notes, most recently updated first");
+  memory_list_cmd->add_option("--repo", memory_list.repo, repo_help);
+  auto* memory_limit_option =
+      memory_list_cmd->add_option("--limit", memory_limit, "show at most N notes (default: 100)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
+  memory_list_cmd->callback([&] {
+    if (memory_limit_option->count() > 0) memory_list.limit = memory_limit;
+    command = [&](const CommandContext& c) { return run_memory_list(c, memory_list); };
+  });
+
+  MemorySearchOptions memory_search;
+  std::int64_t memory_top_k = 0;
+  auto* memory_search_cmd = memory_cmd->add_subcommand(
+      "search", "the notes holding these words, best match first, the words marked");
+  memory_search_cmd->add_option("query", memory_search.query, "the words to look for (plain text)")
+      ->required();
+  auto* memory_repo_option = memory_search_cmd->add_option("--repo", memory_search.repo, repo_help);
+  auto* memory_top_k_option =
+      memory_search_cmd->add_option("--top-k", memory_top_k, "show at most N matches (default: 10)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{100}));
+  memory_search_cmd
+      ->add_flag("--conversation", memory_search.conversation,
+                 "also search what the models of the repository's loops said (needs --repo)")
+      ->needs(memory_repo_option);
+  memory_search_cmd->callback([&] {
+    if (memory_top_k_option->count() > 0) memory_search.top_k = memory_top_k;
+    command = [&](const CommandContext& c) { return run_memory_search(c, memory_search); };
+  });
+
+  std::string note_id;
+  auto* memory_show_cmd = memory_cmd->add_subcommand("show", "one note, whole, with its fields");
+  memory_show_cmd->add_option("note_id", note_id, "the note's id (see: looprctl memory list)")
+      ->required();
+  memory_show_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_memory_show(c, note_id); }; });
+  auto* memory_delete_cmd =
+      memory_cmd->add_subcommand("delete", "delete a note: no loop will find it again");
+  memory_delete_cmd->add_option("note_id", note_id, "the note's id (see: looprctl memory list)")
+      ->required();
+  memory_delete_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_memory_delete(c, note_id); }; });
 
   std::string tui_repo;
   auto* tui_cmd = app.add_subcommand(

@@ -16,9 +16,12 @@ add_library(loopr_client STATIC
   loop_follow.cpp
   loop_tree.cpp
   loop_view.cpp
+  memory_commands.cpp
+  memory_view.cpp
   metrics_command.cpp
   metrics_view.cpp
   plan_commands.cpp
+  terminal.cpp
   text_format.cpp
   tool_commands.cpp
   tool_result_view.cpp
