@@ -89,6 +89,8 @@ Daemon::Daemon(DaemonOptions options)
   router_->set_egress_proxy(egress_.get());
   notebook_ = std::make_unique<memory::Notebook>(store_, options_.settings.memory);
   host_memory_tools(*router_, *notebook_);
+  host_oracle(*router_, reads_, options_.settings,
+              [this](const std::string& name) { return providers_->get(name); });
   providers_ = std::make_unique<ProviderRegistry>(io_, options_.settings, config::process_env());
   loop_tools_ = std::make_unique<LoopTools>(*router_, reads_);
   loops_ = std::make_unique<loops::LoopEngine>(loops::LoopEngineServices{

@@ -408,8 +408,9 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (!hosted && lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
-  active_[call_id] = ActiveCall{tool->lane, request.client_id, request.loop_id,
-                                hosted ? std::make_shared<llm::CancelToken>() : nullptr};
+  active_[call_id] =
+      ActiveCall{tool->lane, request.client_id, request.loop_id,
+                 hosted ? std::make_shared<llm::CancelToken>() : nullptr, request.parent_call_id};
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
@@ -518,6 +519,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_hosted(const config::ToolSpec& 
   call.session = request.session;
   call.timeout_ms = timeout_ms;
   call.max_output_bytes = static_cast<std::uint64_t>(tool.max_output_bytes);
+  call.allowance = request.allowance;
   call.cancel = active_[call_id].cancel;
   const std::shared_ptr<llm::CancelToken> cancel = call.cancel;
   json started_event = {
@@ -657,6 +659,17 @@ std::size_t ToolRouter::cancel_calls_of_loop(const std::string& loop_id) {
   std::vector<std::string> ids;
   for (const auto& [id, active] : active_) {
     if (!loop_id.empty() && active.loop_id == loop_id) ids.push_back(id);
+  }
+  std::size_t cancelled = 0;
+  for (const std::string& id : ids)
+    if (cancel(id)) ++cancelled;
+  return cancelled;
+}
+
+std::size_t ToolRouter::cancel_calls_of_parent(const std::string& call_id) {
+  std::vector<std::string> ids;
+  for (const auto& [id, active] : active_) {
+    if (!call_id.empty() && active.parent_call_id == call_id) ids.push_back(id);
   }
   std::size_t cancelled = 0;
   for (const std::string& id : ids)

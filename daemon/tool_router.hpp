@@ -37,6 +37,7 @@
 #include "daemon/runner_link.hpp"
 #include "egress/egress_proxy.hpp"
 #include "llm/cancel_token.hpp"
+#include "loops/budget.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -69,6 +70,12 @@ struct ToolCallRequest {
   // only by looprd itself (a loop's validation, chosen by the user), never
   // from a client's or a model's arguments.
   std::optional<std::string> command;
+  // What the calling loop's budgets leave for a hosted tool that consults a
+  // model (the oracle); set by a loop's gateway, never from a client.
+  std::optional<loops::Allowance> allowance;
+  // The hosted call this call is made for (the oracle's file reads):
+  // cancel_calls_of_parent() ends it with that call.
+  std::string parent_call_id;
 };
 
 // The reply to tool.call (docs/control-protocol.md).
@@ -118,6 +125,7 @@ struct HostedCall {
   std::string session;
   std::uint64_t timeout_ms = 0;
   std::uint64_t max_output_bytes = 0;
+  std::optional<loops::Allowance> allowance;  // the request's
   std::shared_ptr<llm::CancelToken> cancel;
 };
 // The tool's output (a JSON object), or an Error the model reads (code,
@@ -142,6 +150,8 @@ class ToolRouter {
   std::size_t cancel_calls_of_client(std::uint64_t client_id);
   // Cancels every call a loop made; returns how many.
   std::size_t cancel_calls_of_loop(const std::string& loop_id);
+  // Cancels the calls made for hosted call `call_id` (parent_call_id).
+  std::size_t cancel_calls_of_parent(const std::string& call_id);
   // The loop a running call belongs to (empty: none or unknown).
   std::string loop_of_call(const std::string& call_id) const;
   // What a successful call's `output` tells read-before-edit tracking (the
@@ -205,6 +215,7 @@ class ToolRouter {
     std::uint64_t client_id = 0;
     std::string loop_id;
     std::shared_ptr<llm::CancelToken> cancel;  // hosted calls
+    std::string parent_call_id;
   };
   std::map<std::string, ActiveCall> active_;  // call id → running call
   std::map<std::string, HostedTool> hosted_;  // tool → its code in looprd

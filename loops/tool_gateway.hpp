@@ -16,12 +16,19 @@
 
 #include "common/error.hpp"
 #include "config/catalog.hpp"
+#include "loops/budget.hpp"
 
 namespace loopr::loops {
 
 struct GatewayCall {
   std::string tool;
   nlohmann::json args = nlohmann::json::object();
+  // For a tool looprd hosts that consults a model itself (the oracle): what
+  // the loop's budgets leave it (loops/budget.hpp). Such a tool caps its
+  // model call to it, or refuses with budget_exhausted, and reports what it
+  // spent in its output's `usage` and `cost_usd`, which the loop adds to
+  // its spend. Other tools ignore it.
+  std::optional<Allowance> allowance;
 };
 
 class ToolGateway {
