@@ -7,6 +7,7 @@
 #include <asio/redirect_error.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
+#include <atomic>
 #include <fstream>
 
 #include "common/private_folder.hpp"
@@ -65,6 +66,44 @@ json tool_error(const std::string& code, const std::string& message, const std::
   return {{"status", "invalid"},
           {"ok", false},
           {"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
+}
+
+// The loop type's tools that are offered to the model: all of them, but the
+// oracle only when [oracle] names a provider — otherwise it could only say
+// so. (A call of it still gets that answer, from the router.)
+std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
+                                       const config::Settings& settings) {
+  if (settings.oracle.configured()) return tools;
+  std::vector<std::string> offered;
+  for (const std::string& tool : tools)
+    if (tool != "oracle") offered.push_back(tool);
+  static std::atomic<bool> said{false};
+  if (offered.size() < tools.size() && !said.exchange(true)) {
+    spdlog::info(
+        "loops are not offered the oracle: [oracle] provider is not set in loopr.toml "
+        "(the tool is named in [loops.*] tools)");
+  }
+  return offered;
+}
+
+// What a tool looprd hosts spent on a model of its own (the oracle's output
+// `usage` and `cost_usd`), for the loop's spend; nothing for other tools.
+Spend model_spend_of(const json& outcome) {
+  Spend spent;
+  if (!outcome.value("ok", false) || outcome.value("lane", "") != config::lanes::daemon) {
+    return spent;
+  }
+  auto output = outcome.find("output");
+  if (output == outcome.end() || !output->is_object()) return spent;
+  auto usage = output->find("usage");
+  if (usage == output->end()) return spent;
+  auto tokens = llm::usage_from_json(*usage);
+  if (!tokens) return spent;
+  spent.tokens = *tokens;
+  if (auto cost = output->find("cost_usd"); cost != output->end() && cost->is_number()) {
+    spent.usd = cost->get<double>();
+  }
+  return spent;
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -487,7 +526,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
           ? "loopr checks the " + std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
                 " you record with " + std::string(artifact_tool_for(spec_.type))
           : spec_.validate;
-  inputs.tools = spec_.tools;
+  inputs.tools = offered_tools(spec_.tools, services.settings);
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
   inputs.note = progress_.pending_note;
@@ -531,6 +570,17 @@ std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
   return plan_budget_exceeded_by_call(call);
 }
 
+Allowance LoopRun::allowance_left() const {
+  Allowance allowance;
+  allowance.narrow(spec_.budget, progress_.spend, "loop");
+  allowance.narrow(engine_.services().settings.budgets.global, engine_.total_spend(), "global");
+  const std::string plan = spec_.root_plan();
+  if (const config::BudgetLimits* limits = plan.empty() ? nullptr : engine_.plan_budget(plan)) {
+    allowance.narrow(*limits, engine_.tree_spend(plan), "plan " + plan);
+  }
+  return allowance;
+}
+
 std::string LoopRun::plan_budget_exceeded_by_call(const NextCall& call) const {
   const std::string plan = spec_.root_plan();
   if (plan.empty()) return {};
@@ -552,7 +602,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
             (provider.error().hint.empty() ? std::string() : " (" + provider.error().hint + ")"));
   }
   const auto& provider_settings = services.settings.providers.at(spec_.provider);
-  const json definitions = services.tools.tool_definitions(spec_.tools);
+  const json definitions =
+      services.tools.tool_definitions(offered_tools(spec_.tools, services.settings));
   std::vector<llm::ToolDefinition> tools;
   std::size_t tools_bytes = 0;  // for the budget's estimate of the input
   for (const json& definition : definitions) {
@@ -636,6 +687,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   std::vector<bool> interrupted(calls.size(), false);
   std::vector<GatewayCall> dispatch;
   std::vector<std::size_t> dispatch_index;
+  std::vector<std::size_t> hosted;  // of dispatch: tools looprd runs, which may consult a model
   bool completes = false;
 
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -712,7 +764,8 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
              "doing it again"}}}};
       continue;
     }
-    dispatch.push_back(GatewayCall{call.name, std::move(args)});
+    if (tool->lane == config::lanes::daemon) hosted.push_back(dispatch.size());
+    dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt});
     dispatch_index.push_back(i);
   }
 
@@ -743,11 +796,21 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   }
 
   if (!dispatch.empty()) {
-    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, spec_.repo, std::move(dispatch));
+    // A hosted tool that consults a model (the oracle) may spend only what
+    // the budgets leave, shared with the turn's other such calls.
+    if (!hosted.empty()) {
+      const Allowance share = allowance_left().share(static_cast<std::int64_t>(hosted.size()));
+      for (std::size_t j : hosted)
+        dispatch[j].allowance = share;
+    }
+    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, spec_.repo,
+                                                     std::move(dispatch));
     // looprd is stopping: these results may be cancellations; the journal
     // keeps the calls as started, and the restart reports them.
     if (stopping_) co_return true;
     for (std::size_t j = 0; j < results.size() && j < dispatch_index.size(); ++j) {
+      // Stored with the tool_results step, like a model turn's usage.
+      progress_.spend += model_spend_of(results[j]);
       outcomes[dispatch_index[j]] = std::move(results[j]);
       if (outcomes[dispatch_index[j]].value("status", "") == "invalid") {
         malformed[dispatch_index[j]] = true;

@@ -110,6 +110,8 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   // Document loops without a validation command: the artifact is the check.
   nlohmann::json artifact_validation() const;
   std::string plan_budget_exceeded_by_call(const NextCall& call) const;
+  // What the loop's, its plan tree's and the global budgets leave now.
+  Allowance allowance_left() const;
 
   // Appends a journal step with the loop's progress and status; emits
   // loop.step and loop.updated. False (and the run ends) when the store
