@@ -34,6 +34,11 @@ if(TARGET loopr_daemon)
   loopr_add_test(memory_daemon_test memory_daemon_test.cpp loop_fixture.cpp)
   target_link_libraries(memory_daemon_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(memory_daemon_test looprd loopr-runner loopr-tool)
+  # The oracle through the real looprd and in scripted loops, against a local
+  # server speaking the Anthropic Messages API (issue 13).
+  loopr_add_test(oracle_test oracle_test.cpp loop_fixture.cpp)
+  target_link_libraries(oracle_test PRIVATE loopr_daemon_harness loopr_store)
+  add_dependencies(oracle_test looprd loopr-runner loopr-tool)
   # SECURITY class 25, disk exhaustion: the worktree root and the state dir
   # on a small tmpfs in the test's own mount namespace (and user namespace,
   # when not root); the database is checked with SQLite itself afterwards.
