@@ -342,7 +342,9 @@ constexpr BuiltinTool kBuiltinTools[] = {
 {"oracle", lanes::daemon, 300 * kSecond, 100000, SafetyTier::read_only,
  "Ask a second, independent model for advice: a design question, a review of an approach, "
  "a bug you are stuck on. Attach the files it needs (paths in this worktree); it sees nothing "
- "else. Its tokens count against this loop's budget. Returns {answer, model, usage}.",
+ "else; each file is cut to the configured size, and a path that cannot be read fails the call "
+ "before anything is asked. Its tokens count against this loop's budget. Returns {answer, "
+ "model, usage, cost_usd, files: [{path, bytes, truncated, cut?}]}.",
  R"({"type": "object",
      "properties": {
        "question": {"type": "string", "minLength": 1, "description": "What to ask, self-contained."},

@@ -16,7 +16,9 @@
 // Result: {answer, model, usage: {input_tokens, output_tokens,
 // cache_read_tokens, cache_write_tokens}, cost_usd (null: the model has no
 // [prices] entry), max_tokens, stop_reason, files: [Attachment::to_json()],
-// context_truncated}. A loop adds usage and cost_usd to its spend.
+// context_truncated, answer_truncated? (the answer was cut to keep the
+// result under max_output_bytes)}. A loop adds usage and cost_usd to its
+// spend.
 // Threads: io thread only.
 #pragma once
 
