@@ -9,6 +9,7 @@ add_library(loopr_daemon STATIC
   logging.cpp
   loop_methods.cpp
   loop_tools.cpp
+  memory_methods.cpp
   methods.cpp
   metrics.cpp
   path_locks.cpp

@@ -130,6 +130,10 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
       {"plan.reject", {&MethodRegistry::plan_reject}},
       {"plan.iterate", {&MethodRegistry::plan_iterate}},
       {"plan.merge", {&MethodRegistry::plan_merge}},
+      {"memory.list", {&MethodRegistry::memory_list}},
+      {"memory.search", {&MethodRegistry::memory_search}},
+      {"memory.get", {&MethodRegistry::memory_get}},
+      {"memory.delete", {&MethodRegistry::memory_delete}},
   };
 }
 

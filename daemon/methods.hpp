@@ -92,6 +92,11 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> plan_reject(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> plan_iterate(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> plan_merge(ClientSession&, const nlohmann::json&);
+  // memory.* (memory_methods.cpp)
+  asio::awaitable<Result<nlohmann::json>> memory_list(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> memory_search(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> memory_get(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> memory_delete(ClientSession&, const nlohmann::json&);
 
   DaemonServices services_;
   std::map<std::string, Method, std::less<>> methods_;

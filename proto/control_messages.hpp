@@ -34,6 +34,7 @@ enum class ControlErrorCode : int {
   invalid_state = 1002,
   unauthorized = 1003,
   version_mismatch = 1004,
+  note_not_found = 1005,
 };
 
 struct ControlError {

@@ -22,3 +22,11 @@ target_link_libraries(client_test PRIVATE loopr_client loopr_fake_daemon loopr_t
                                           rapidcheck rapidcheck_gtest)
 add_dependencies(client_test looprctl looprctl-fake-daemon)
 
+# looprctl memory and the memory.* methods against the real looprd, with
+# notes saved through tool.call (issue 13).
+if(TARGET loopr_daemon_harness)
+  loopr_add_test(memory_looprd_test memory_looprd_test.cpp looprctl_run.cpp
+                 ../daemon/loop_fixture.cpp)
+  target_link_libraries(memory_looprd_test PRIVATE loopr_daemon_harness)
+  add_dependencies(memory_looprd_test looprd looprctl loopr-runner loopr-tool)
+endif()
