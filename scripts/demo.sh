@@ -180,6 +180,9 @@ git -C "$calc" log --oneline main
 echo "-- the session, exported in the scripted provider's format (replayable offline):"
 ctl loop export "$loop_id" > "$base/session-export.jsonl"
 wc -l < "$base/session-export.jsonl"
+echo "-- the note the loop kept for later loops of this repository (memory_save), and a search:"
+show ctl memory list --repo "$calc"
+show ctl memory search --repo "$calc" "which operator does add use?"
 
 step "a plan: a change broken into specs, approved, carried out, merged up into one branch"
 planned=$base/work/calc-plan
