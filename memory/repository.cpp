@@ -1,11 +1,14 @@
 #include "memory/repository.hpp"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
 #include <string_view>
+
+#include "common/unique_fd.hpp"
 
 namespace loopr::memory {
 namespace {
@@ -15,14 +18,26 @@ std::string realpath_or_empty(const std::string& path) {
   return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
 }
 
-// The first line of a small file, without its newline.
+// The first line of a small regular file, without its newline; empty for
+// anything else. The worktree is a job's to write: a FIFO would block the
+// io thread and /dev/zero would never end, so the file is opened without
+// following a final symlink and without blocking, must be regular, and at
+// most PATH_MAX bytes are read.
 std::string first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  if (line.size() > PATH_MAX) line.clear();
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return {};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  std::string text(PATH_MAX, '\0');
+  const ssize_t got = ::read(fd.get(), text.data(), text.size());
+  if (got <= 0) return {};
+  text.resize(static_cast<std::size_t>(got));
+  const auto newline = text.find('\n');
+  if (newline == std::string::npos && text.size() == PATH_MAX) return {};  // no line that short
+  std::string line = text.substr(0, newline);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
     line.pop_back();
+  if (line.find('\0') != std::string::npos) return {};
   return line;
 }
 

@@ -8,7 +8,9 @@
 // The worktree's files are not trusted: a job can rewrite .git. So a loop's
 // calls carry the repository loopr made the loop for (ToolCallRequest::repo)
 // and this is used only for a client's own calls, where the client names
-// any folder it likes anyway (same user, SO_PEERCRED).
+// any folder it likes anyway (same user, SO_PEERCRED). It never blocks or
+// reads much whatever a job planted: .git and commondir are read only when
+// they are small regular files (no FIFO, no device, no final symlink).
 // Threads: any.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include "memory/repository.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <string>
@@ -39,6 +40,24 @@ TEST(RepositoryOf, ABrokenGitFileNamesTheFolderItself) {
   EXPECT_EQ(repository_of(tree.path("odd")), tree.path("odd"));
   tree.write("junk/.git", "not a gitdir line");
   EXPECT_EQ(repository_of(tree.path("junk")), tree.path("junk"));
+}
+
+// A job writes the worktree: a .git file whose commondir is a FIFO (a
+// blocking read would hang looprd's io thread) or a link to /dev/zero (an
+// endless line) names the folder itself, at once.
+TEST(RepositoryOf, PlantedFifosAndDevicesAreNotRead) {
+  test::TempTree tree;
+  tree.write("fifo/.git", "gitdir: g\n");
+  tree.mkdir("fifo/g");
+  ASSERT_EQ(::mkfifo(tree.path("fifo/g/commondir").c_str(), 0600), 0);
+  EXPECT_EQ(repository_of(tree.path("fifo")), tree.path("fifo"));
+  tree.write("zero/.git", "gitdir: g\n");
+  tree.mkdir("zero/g");
+  tree.symlink("/dev/zero", "zero/g/commondir");
+  EXPECT_EQ(repository_of(tree.path("zero")), tree.path("zero"));
+  tree.mkdir("fifo-git");
+  ASSERT_EQ(::mkfifo(tree.path("fifo-git/.git").c_str(), 0600), 0);
+  EXPECT_EQ(repository_of(tree.path("fifo-git")), tree.path("fifo-git"));
 }
 
 }  // namespace
