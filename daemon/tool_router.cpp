@@ -571,6 +571,11 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_hosted(const config::ToolSpec& 
     done.status = "failed";
     done.error = std::move(result).error();
   }
+  // A timeout or cancel keeps what the tool said of itself in its details
+  // (the oracle: what its model call may have spent).
+  if (done.status != "failed" && !result && !result.error().details.is_null()) {
+    done.error->details = result.error().details;
+  }
   co_return done;
 }
 

@@ -86,15 +86,28 @@ std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
   return offered;
 }
 
-// What a tool looprd hosts spent on a model of its own (the oracle's output
-// `usage` and `cost_usd`), for the loop's spend; nothing for other tools.
+// The tools looprd hosts that consult a model of their own, and so share
+// what the budgets leave (Allowance).
+bool consults_a_model(const std::string& tool) {
+  return tool == "oracle";
+}
+
+// What a tool looprd hosts spent on a model of its own, for the loop's
+// spend: the `usage` and `cost_usd` of its output, or, when it failed after
+// the model was asked (a stream cut, a timeout, a cancel), those its error's
+// details carry — the worst case of that call, as the provider may bill it.
+// Nothing for other tools.
 Spend model_spend_of(const json& outcome) {
   Spend spent;
-  if (!outcome.value("ok", false) || outcome.value("lane", "") != config::lanes::daemon) {
-    return spent;
+  if (outcome.value("lane", "") != config::lanes::daemon) return spent;
+  const json* source = nullptr;
+  if (outcome.value("ok", false)) {
+    if (auto output = outcome.find("output"); output != outcome.end()) source = &*output;
+  } else if (auto error = outcome.find("error"); error != outcome.end() && error->is_object()) {
+    if (auto details = error->find("details"); details != error->end()) source = &*details;
   }
-  auto output = outcome.find("output");
-  if (output == outcome.end() || !output->is_object()) return spent;
+  if (source == nullptr || !source->is_object()) return spent;
+  const json* output = source;
   auto usage = output->find("usage");
   if (usage == output->end()) return spent;
   auto tokens = llm::usage_from_json(*usage);
@@ -687,7 +700,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   std::vector<bool> interrupted(calls.size(), false);
   std::vector<GatewayCall> dispatch;
   std::vector<std::size_t> dispatch_index;
-  std::vector<std::size_t> hosted;  // of dispatch: tools looprd runs, which may consult a model
+  std::vector<std::size_t> hosted;  // of dispatch: tools looprd runs that consult a model
   bool completes = false;
 
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -764,7 +777,9 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
              "doing it again"}}}};
       continue;
     }
-    if (tool->lane == config::lanes::daemon) hosted.push_back(dispatch.size());
+    if (tool->lane == config::lanes::daemon && consults_a_model(call.name)) {
+      hosted.push_back(dispatch.size());
+    }
     dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt});
     dispatch_index.push_back(i);
   }

@@ -167,6 +167,20 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
   if (!turn) {
     Error error = std::move(turn).error();
     error.message = "oracle (" + o.provider + "): " + error.message;
+    // Refused outright (the key, the request), the model spent nothing;
+    // otherwise it may have (a stream cut, a timeout, a cancel mid-answer):
+    // the worst case of this call is charged to the caller, as its budgets
+    // were checked against it (never overspend).
+    if (error.code != llm::errc::provider_auth && error.code != llm::errc::provider_request) {
+      llm::Usage worst;
+      worst.input_tokens = loops::estimate_tokens(
+          request.system.size() + request.messages.front().text.size() + kRequestOverheadBytes);
+      worst.output_tokens = request.max_tokens;
+      error.details = {
+          {"usage", llm::to_json(worst)},
+          {"cost_usd", price != nullptr ? json(loops::cost_usd(worst, *price)) : json()},
+          {"charged", "the worst case of this call: the provider may bill an answer it cut off"}};
+    }
     co_return error;
   }
 

@@ -262,6 +262,12 @@ TEST_F(OracleTest, ToolCancelDuringASlowAnswerEndsTheCallAsCancelled) {
   EXPECT_EQ(result["error"]["code"], "cancelled");
   // The model call itself was abandoned: the server never got to answer.
   EXPECT_EQ(server_.bytes_written(), 0u);
+  // The request was sent, so the provider may bill it: the call reports its
+  // worst case (all of max_tokens), which a loop adds to its spend.
+  const json& charged = result["error"]["details"];
+  ASSERT_TRUE(charged.contains("usage")) << result.dump(2);
+  EXPECT_GT(charged["usage"]["input_tokens"].get<std::int64_t>(), 0);
+  EXPECT_EQ(charged["usage"]["output_tokens"], kMaxTokens);
 }
 
 TEST(OracleNotConfigured, ACallNamesTheKeysToSetAndLoopsAreNotOfferedIt) {
