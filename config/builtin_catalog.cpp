@@ -299,7 +299,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
                  "description": "Maximum number of notes to return."},
        "scope": {"type": "string", "enum": ["repo", "user"], "default": "repo",
-                 "description": "repo: this repository's notes and the user's own; user: every note of the user, in every repository."},
+                 "description": "repo: this repository's notes and the user's own; user: only the user's own notes (saved with scope user)."},
        "include_conversation": {"type": "boolean", "default": false,
                                 "description": "Also search what the model said in earlier loops of this repository."}},
      "required": ["query"],

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 
 #include "common/utf8.hpp"
@@ -20,6 +21,8 @@ constexpr std::size_t kMaxTagBytes = 64;
 // A snippet is FTS5's window of words around the matches; a "word" can be
 // a 16 KiB run of letters, so it is cut too.
 constexpr std::size_t kMaxSnippetBytes = 512;
+// How much of each note's text a listing carries.
+constexpr std::size_t kListedTextBytes = 4096;
 // A hit's text is never cut below this, whatever the output cap.
 constexpr std::size_t kMinHitTextBytes = 256;
 
@@ -82,10 +85,20 @@ Error not_found(const std::string& note_id) {
 }
 
 // `text` cut to `budget` bytes on a character boundary.
+// `text` cut on a character boundary so that, written as a JSON string
+// (quotes, escapes and all), it takes at most `budget` bytes.
 std::string cut(const std::string& text, std::size_t budget, bool& cut_off) {
-  cut_off = text.size() > budget;
-  if (!cut_off) return text;
-  return text.substr(0, utf8_safe_prefix(text, budget));
+  auto json_size = [](const std::string& t) {
+    return json(t).dump(-1, ' ', false, json::error_handler_t::replace).size();
+  };
+  std::string out = text.size() > budget ? text.substr(0, utf8_safe_prefix(text, budget)) : text;
+  // Escapes can take up to six bytes a byte: shrink in proportion until it fits.
+  for (std::size_t size = json_size(out); size > budget && !out.empty(); size = json_size(out)) {
+    const std::size_t keep = out.size() * budget / size;
+    out.resize(utf8_safe_prefix(out, keep < out.size() ? keep : out.size() - 1));
+  }
+  cut_off = out.size() < text.size();
+  return out;
 }
 
 double score_of(double rank) {
@@ -157,16 +170,33 @@ Result<json> run_search(const store::Store& store, const store::NoteScope& scope
     if (snippet_cut) snippet += "...";
     hit.entry["snippet"] = std::move(snippet);
     const std::size_t used = hit.entry.dump().size();
-    const std::size_t budget = std::max(kMinHitTextBytes, share > used ? share - used : 0);
+    // A hit keeps a useful piece of its text unless the cap itself is
+    // smaller than that (then the cap wins).
+    const std::size_t budget =
+        std::max(std::min(kMinHitTextBytes, share), share > used ? share - used : 0);
     bool cut_off = false;
     hit.entry["text"] = cut(hit.text, budget, cut_off);
     if (cut_off) hit.entry["text_truncated"] = true;
     results.push_back(std::move(hit.entry));
   }
+  // The promise is the cap: with a cap too small for every hit's envelope,
+  // the weakest hits go (and the message says so).
+  std::size_t dropped = 0;
+  while (!results.empty() &&
+         results.dump(-1, ' ', false, json::error_handler_t::replace).size() + 256 >
+             max_output_bytes) {
+    results.erase(results.end() - 1);
+    ++dropped;
+  }
   const std::size_t found = results.size();
   std::string message =
-      found == 0 ? "nothing matches; try other words, or scope \"user\" for every repository"
-                 : std::to_string(found) + (found == 1 ? " match" : " matches") + ", best first";
+      found == 0 && dropped == 0
+          ? "nothing matches; try other words"
+          : std::to_string(found) + (found == 1 ? " match" : " matches") + ", best first";
+  if (dropped > 0) {
+    message += "; " + std::to_string(dropped) +
+               " more left out to fit the output cap (ask for a smaller top_k)";
+  }
   return json{{"results", std::move(results)}, {"message", std::move(message)}};
 }
 
@@ -279,8 +309,10 @@ Result<json> Notebook::call(const std::string& tool, const json& args, const Cal
     const std::string query = args.value("query", "");
     const auto top_k = static_cast<std::size_t>(
         std::clamp<std::int64_t>(args.value("top_k", std::int64_t{5}), 1, 20));
-    store::NoteScope scope{caller.uid, std::nullopt};
-    if (scope_of(args) != "user") scope.repo = caller.repo;
+    // repo: this repository's notes and the user's own; user: the user's
+    // own only. Never another repository's: a loop in one repository does
+    // not read (or act on) what loops of another kept.
+    store::NoteScope scope{caller.uid, scope_of(args) == "user" ? "" : caller.repo};
     const bool conversation = args.value("include_conversation", false);
     return run_search(store_, scope, conversation ? &caller.repo : nullptr, query, top_k,
                       max_output_bytes);
@@ -293,9 +325,16 @@ Result<json> Notebook::list(std::int64_t uid, const std::optional<std::string>& 
                             std::size_t limit) const {
   auto notes = store_.list_notes(store::NoteScope{uid, repo}, limit);
   if (!notes) return std::move(notes).error();
+  // A listing shows each note's beginning (a protocol line is at most
+  // 16 MiB, and notes may be 1 MiB each); show() gives a note whole.
   json out = json::array();
-  for (const store::MemoryNote& note : *notes)
-    out.push_back(note_json(note));
+  for (const store::MemoryNote& note : *notes) {
+    json entry = note_json(note);
+    bool cut_off = false;
+    entry["text"] = cut(note.content, kListedTextBytes, cut_off);
+    if (cut_off) entry["text_truncated"] = true;
+    out.push_back(std::move(entry));
+  }
   return json{{"notes", std::move(out)}};
 }
 

@@ -6,8 +6,11 @@
 // uid; looprd accepts only its own user's connections) and either to one
 // repository or to the user alone. A call made from a repository (scope
 // "repo", the default) sees that repository's notes and the user's own;
-// scope "user" sees every note of the user. A note outside what a call sees
-// is "not found" to it, for reading, changing and deleting alike.
+// scope "user" sees only the user's own. No tool call reaches another
+// repository's notes (a prompt-injected loop in one repository cannot read
+// what loops of another kept); the person sees every note (list, search).
+// A note outside what a call sees is "not found" to it, for reading,
+// changing and deleting alike.
 //
 // Bounds ([memory] in loopr.toml): a note's text (max_note_bytes), notes per
 // repository and of the user's own (max_notes), tags (16 of 64 bytes, from

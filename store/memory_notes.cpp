@@ -214,6 +214,7 @@ Result<bool> Store::update_note(std::int64_t owner_uid, const std::string& note_
   if (!row) return std::move(row).error();
   if (!*row) return false;
   const std::string tag_text = tags ? tags_text(*tags) : (*row)->tags;
+  if (auto ok = check_note_text(tag_text, "tags"); !ok) return std::move(ok).error();
   {
     StatementUse use(tags ? state_->update_note_tags : state_->update_note);
     sqlite3_stmt* update = use.get();

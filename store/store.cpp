@@ -378,6 +378,9 @@ Store Store::open(const std::string& state_dir, std::span<const StoreMigration> 
   sqlite3* db = state->db.get();
   enter_wal_mode(db, path);
   set_pragma(db, path, "PRAGMA synchronous = NORMAL");
+  // A deleted memory note's text is overwritten in the file, not left in
+  // free pages (the user asked for it to be gone).
+  set_pragma(db, path, "PRAGMA secure_delete = ON");
   set_pragma(db, path, "PRAGMA foreign_keys = OFF");  // for the steps; see kMigrations
   for (const StoreMigration& step : migrations) {
     if (step.version > found) apply_step(db, path, step, current);

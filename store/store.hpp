@@ -271,9 +271,10 @@ class Store {
                                             std::size_t limit,
                                             const SnippetStyle& style = {}) const;
   // Model turns of the loops of `repo` (their spec's repo; not loops the
-  // user deleted, state.deleted) matching `match`, best first, at most `limit`. Every model_turn step with text is indexed
-  // when it is appended (a trigger; older journals were indexed by the
-  // migration to version 3).
+  // user deleted, state.deleted) matching `match`, best first, at most
+  // `limit`. Every model_turn step with text is indexed in the transaction
+  // that appends it (append_loop_step; older journals
+  // were indexed by the migration to version 3).
   Result<std::vector<ConversationHit>> search_conversation(const std::string& repo,
                                                            const std::string& match,
                                                            std::size_t limit,

@@ -62,9 +62,9 @@ class MemoryLooprdTest : public ::testing::Test {
 
   // memory_search through tool.call from the repository: the ids it finds.
   std::set<std::string> tool_search(const std::string& query) {
-    const json reply = daemon_.call("tool.call", {{"tool", "memory_search"},
-                                                  {"args", {{"query", query}, {"scope", "user"}}},
-                                                  {"worktree", repo_}});
+    const json reply = daemon_.call(
+        "tool.call",
+        {{"tool", "memory_search"}, {"args", {{"query", query}}}, {"worktree", repo_}});
     EXPECT_EQ(reply.value("status", ""), "success") << reply.dump();
     return ids_of(reply.contains("output") ? reply["output"].value("results", json()) : json());
   }

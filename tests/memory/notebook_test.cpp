@@ -146,8 +146,8 @@ TEST_F(NotebookTest, RepositoryNotesStayInTheirRepositoryAndUserNotesGoEverywher
   EXPECT_EQ(search("pytest", app).size(), 2u);
   EXPECT_THAT(search("pytest", app), ::testing::UnorderedElementsAre(app_note, user_note));
   EXPECT_THAT(search("pytest", lib), ::testing::UnorderedElementsAre(lib_note, user_note));
-  EXPECT_THAT(search("pytest", lib, {{"scope", "user"}}),
-              ::testing::UnorderedElementsAre(app_note, lib_note, user_note));
+  // scope user: the user's own notes only, never another repository's.
+  EXPECT_THAT(search("pytest", lib, {{"scope", "user"}}), ::testing::ElementsAre(user_note));
   // Another repository's note cannot be changed from here, the user's own can.
   EXPECT_EQ(failure("memory_delete", {{"note_id", app_note}}, lib).code, errc::not_found);
   call("memory_update", {{"note_id", user_note}, {"content", "the user prefers pytest -q"}}, lib);
@@ -226,6 +226,23 @@ TEST_F(NotebookTest, ASearchAnswerFitsTheToolsOutputCap) {
   EXPECT_EQ((*result)["results"].size(), 20u);
   EXPECT_LE(result->dump().size(), kOutputCap);
   EXPECT_TRUE((*result)["results"][0].value("text_truncated", false));
+}
+
+TEST_F(NotebookTest, EscapesAndASmallCapStillFitTheCap) {
+  limits_.max_note_bytes = 16384;
+  // Quotes and control characters take 2 to 6 bytes each once escaped.
+  for (int i = 0; i < 20; ++i)
+    save("needle " + std::string(8000, '"') + std::string(4000, '\x01'), caller());
+  for (const std::size_t cap : {kOutputCap, std::size_t{4096}}) {
+    auto result =
+        notebook_.call("memory_search", {{"query", "needle"}, {"top_k", 20}}, caller(), cap);
+    ASSERT_TRUE(result.ok());
+    EXPECT_LE(result->dump().size(), cap) << cap;
+    EXPECT_FALSE((*result)["results"].empty()) << cap;
+  }
+  auto small =
+      notebook_.call("memory_search", {{"query", "needle"}, {"top_k", 20}}, caller(), 4096);
+  EXPECT_THAT((*small)["message"].get<std::string>(), HasSubstr("left out"));
 }
 
 TEST_F(NotebookTest, ConversationTurnsOfTheRepositoryCanBeSearched) {
