@@ -32,6 +32,9 @@ packages=(
   # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator
   json-schema-test-suite
 )
+# npm, for scripts/install-test-npm.sh (the MCP SDK, the conformance suite and
+# the Node 22 they run on); a node already on PATH with its npm is kept.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
