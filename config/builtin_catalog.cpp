@@ -16,10 +16,262 @@ struct BuiltinTool {
   std::int64_t max_output_bytes;
   SafetyTier tier;
   std::string_view description;
-  std::string_view input_schema;  // JSON
+  std::string_view input_schema;   // JSON
+  std::string_view output_schema;  // JSON of the tool's success output; empty: none
 };
 
 constexpr std::int64_t kSecond = 1000;
+
+// Output schemas: the `output` of a successful call, as the tools build it
+// (loopr-tool/*.cpp, loopr-fetch/web_*.cpp, memory/notebook.cpp,
+// oracle/oracle.cpp). MCP clients check a result against them strictly, so
+// every key a tool can emit is listed, `required` holds the ones always
+// present, and a new key in a tool's result needs its line here
+// (tests/daemon/output_schema_test.cpp calls each tool and checks). They
+// keep to check_tool_schema's subset: a value that may be null is a oneOf.
+// The loop engine's own tools (complete_task, create_*) have none: they only
+// run inside a loop, never through tool.call.
+constexpr std::string_view kNoOutputSchema;
+
+constexpr std::string_view kReadFileOutput = R"({"type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "The file, relative to the worktree."},
+    "content": {"type": "string", "description": "The lines, each `%6d|line` and a newline."},
+    "start_line": {"type": "integer", "minimum": 1},
+    "lines_returned": {"type": "integer", "minimum": 0},
+    "size_bytes": {"type": "integer", "minimum": 0},
+    "invalid_utf8": {"type": "boolean"},
+    "lines_cut": {"type": "integer", "minimum": 0},
+    "total_lines": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "null"}],
+                    "description": "null for a file too large to edit: its lines are not counted."},
+    "more": {"type": "boolean"},
+    "next_offset": {"type": "integer", "minimum": 1},
+    "content_hash": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+    "too_large_to_edit": {"type": "boolean"},
+    "line_endings": {"type": "string", "enum": ["crlf"]},
+    "note": {"type": "string"}},
+  "required": ["path", "content", "start_line", "lines_returned", "size_bytes", "invalid_utf8",
+               "lines_cut", "total_lines", "more", "content_hash"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kWriteFileOutput = R"({"type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "bytes_written": {"type": "integer", "minimum": 0},
+    "created": {"type": "boolean"},
+    "content_hash": {"type": "string"}},
+  "required": ["path", "bytes_written", "created", "content_hash"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kEditFileOutput = R"({"type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "replacements": {"type": "integer", "minimum": 0},
+    "created": {"type": "boolean"},
+    "content_hash": {"type": "string"},
+    "bytes_written": {"type": "integer", "minimum": 0},
+    "snippet": {"type": "string", "description": "The changed lines with some context, numbered."},
+    "line_endings": {"type": "string", "enum": ["crlf"]},
+    "notes": {"type": "array", "items": {"type": "string"}}},
+  "required": ["path", "replacements", "created", "content_hash", "bytes_written", "snippet"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kFileDeleteOutput = R"({"type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "deleted": {"type": "string", "enum": ["file", "directory", "symlink"]},
+    "entries_removed": {"type": "integer", "minimum": 1}},
+  "required": ["path", "deleted", "entries_removed"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kListDirectoryOutput = R"({"type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "entries": {"type": "array",
+                "items": {"type": "object",
+                          "properties": {
+                            "path": {"type": "string"},
+                            "size": {"type": "integer", "minimum": 0},
+                            "is_dir": {"type": "boolean"},
+                            "is_symlink": {"type": "boolean"}},
+                          "required": ["path", "size", "is_dir", "is_symlink"],
+                          "additionalProperties": false}},
+    "truncated": {"type": "boolean"},
+    "total_seen": {"type": "integer", "minimum": 0},
+    "hint": {"type": "string"}},
+  "required": ["path", "entries", "truncated"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kGlobOutput = R"({"type": "object",
+  "properties": {
+    "pattern": {"type": "string"},
+    "path": {"type": "string"},
+    "matches": {"type": "array", "items": {"type": "string"},
+                "description": "Paths relative to the worktree, newest first."},
+    "count": {"type": "integer", "minimum": 0},
+    "truncated": {"type": "boolean"},
+    "skipped_binary": {"type": "integer", "minimum": 0},
+    "skipped_symlinks": {"type": "integer", "minimum": 0},
+    "hint": {"type": "string"}},
+  "required": ["pattern", "path", "matches", "count", "truncated", "skipped_binary",
+               "skipped_symlinks"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kGrepOutput = R"({"type": "object",
+  "properties": {
+    "pattern": {"type": "string"},
+    "mode": {"type": "string", "enum": ["content", "files", "count"]},
+    "content": {"type": "string", "description": "content mode: `path:line:text` lines."},
+    "files": {"type": "array", "items": {"type": "string"}, "description": "files mode."},
+    "counts": {"type": "array", "description": "count mode.",
+               "items": {"type": "object",
+                         "properties": {
+                           "path": {"type": "string"},
+                           "count": {"type": "integer", "minimum": 0}},
+                         "required": ["path", "count"],
+                         "additionalProperties": false}},
+    "match_count": {"type": "integer", "minimum": 0,
+                    "description": "Matching lines in all; absent in files mode."},
+    "files_matched": {"type": "integer", "minimum": 0},
+    "files_searched": {"type": "integer", "minimum": 0},
+    "truncated": {"type": "boolean"},
+    "skipped_binary": {"type": "integer", "minimum": 0},
+    "skipped_symlinks": {"type": "integer", "minimum": 0},
+    "hint": {"type": "string"}},
+  "required": ["pattern", "mode", "files_matched", "files_searched", "truncated",
+               "skipped_binary", "skipped_symlinks"],
+  "additionalProperties": false})";
+
+// run_command, run_command_isolated, build, test and validate.
+constexpr std::string_view kCommandOutput = R"({"type": "object",
+  "properties": {
+    "command": {"type": "string"},
+    "exit_code": {"oneOf": [{"type": "integer"}, {"type": "null"}],
+                  "description": "null when the command was ended by a signal."},
+    "stdout": {"type": "string"},
+    "stderr": {"type": "string"},
+    "timed_out": {"type": "boolean"},
+    "truncated": {"type": "boolean"},
+    "duration_ms": {"type": "integer", "minimum": 0},
+    "signal": {"type": "integer"},
+    "stdout_base64": {"type": "string", "description": "stdout exactly, when it is not UTF-8."},
+    "stderr_base64": {"type": "string", "description": "stderr exactly, when it is not UTF-8."},
+    "interrupted": {"type": "boolean"},
+    "hint": {"type": "string"},
+    "sandbox_note": {"type": "string"},
+    "disk_note": {"type": "string"}},
+  "required": ["command", "exit_code", "stdout", "stderr", "timed_out", "truncated",
+               "duration_ms"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kWebFetchOutput = R"({"type": "object",
+  "properties": {
+    "url": {"type": "string", "description": "The URL fetched, after redirects."},
+    "status": {"type": "integer"},
+    "content_type": {"type": "string"},
+    "format": {"type": "string", "enum": ["markdown", "text", "html"]},
+    "bytes": {"type": "integer", "minimum": 0},
+    "truncated": {"type": "boolean"},
+    "redirects": {"type": "integer", "minimum": 1},
+    "title": {"type": "string"},
+    "content": {"type": "string"}},
+  "required": ["url", "status", "content_type", "format", "bytes", "truncated", "content"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kWebSearchOutput = R"({"type": "object",
+  "properties": {
+    "provider": {"type": "string"},
+    "query": {"type": "string"},
+    "results": {"type": "array",
+                "items": {"type": "object",
+                          "properties": {
+                            "title": {"type": "string"},
+                            "url": {"type": "string"},
+                            "snippet": {"type": "string"}},
+                          "required": ["title", "url", "snippet"],
+                          "additionalProperties": false}}},
+  "required": ["provider", "query", "results"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kMemorySearchOutput = R"({"type": "object",
+  "properties": {
+    "results": {"type": "array",
+                "description": "Best first: notes, and with include_conversation turns of earlier loops (note_id null).",
+                "items": {"type": "object",
+                          "properties": {
+                            "note_id": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+                            "score": {"type": "number"},
+                            "snippet": {"type": "string"},
+                            "source": {"type": "string"},
+                            "scope": {"type": "string", "enum": ["repo", "user"]},
+                            "updated_at": {"type": "string"},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                            "loop_id": {"type": "string"},
+                            "iteration": {"type": "integer"},
+                            "text": {"type": "string"},
+                            "text_truncated": {"type": "boolean"}},
+                          "required": ["note_id", "score", "snippet", "source", "updated_at",
+                                       "text"],
+                          "additionalProperties": false}},
+    "message": {"type": "string"}},
+  "required": ["results", "message"],
+  "additionalProperties": false})";
+
+// memory_save and memory_update.
+constexpr std::string_view kMemoryNoteOutput = R"({"type": "object",
+  "properties": {
+    "note_id": {"type": "string"},
+    "message": {"type": "string"}},
+  "required": ["note_id", "message"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kMemoryDeleteOutput = R"({"type": "object",
+  "properties": {
+    "note_id": {"type": "string"},
+    "deleted": {"type": "boolean", "enum": [true]},
+    "message": {"type": "string"}},
+  "required": ["note_id", "deleted", "message"],
+  "additionalProperties": false})";
+
+constexpr std::string_view kOracleOutput = R"({"type": "object",
+  "properties": {
+    "answer": {"type": "string"},
+    "answer_truncated": {"type": "boolean"},
+    "model": {"type": "string"},
+    "usage": {"type": "object",
+              "properties": {
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "cache_read_tokens": {"type": "integer", "minimum": 0},
+                "cache_write_tokens": {"type": "integer", "minimum": 0}},
+              "required": ["input_tokens", "output_tokens", "cache_read_tokens",
+                           "cache_write_tokens"],
+              "additionalProperties": false},
+    "cost_usd": {"oneOf": [{"type": "number"}, {"type": "null"}],
+                 "description": "null when loopr.toml has no price for the model."},
+    "max_tokens": {"type": "integer", "minimum": 0},
+    "stop_reason": {"type": "string",
+                    "enum": ["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal",
+                             "other"]},
+    "files": {"type": "array",
+              "items": {"type": "object",
+                        "properties": {
+                          "path": {"type": "string"},
+                          "bytes": {"type": "integer", "minimum": 0},
+                          "truncated": {"type": "boolean"},
+                          "size_bytes": {"type": "integer", "minimum": 0},
+                          "lines": {"oneOf": [{"type": "string"}, {"type": "null"}],
+                                    "description": "The lines attached, e.g. 1-120; null: none."},
+                          "total_lines": {"oneOf": [{"type": "integer", "minimum": 0},
+                                                    {"type": "null"}]},
+                          "cut": {"type": "string"}},
+                        "required": ["path", "bytes", "truncated", "size_bytes", "lines",
+                                     "total_lines"],
+                        "additionalProperties": false}},
+    "context_truncated": {"type": "boolean"}},
+  "required": ["answer", "model", "usage", "cost_usd", "max_tokens", "stop_reason", "files",
+               "context_truncated"],
+  "additionalProperties": false})";
 
 // clang-format off
 constexpr BuiltinTool kBuiltinTools[] = {
@@ -38,7 +290,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "limit": {"type": "integer", "minimum": 1, "default": 2000,
                  "description": "Maximum number of lines to return."}},
      "required": ["path"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kReadFileOutput},
 
 {"write_file", lanes::no_net, 10 * kSecond, 100000, SafetyTier::side_effecting,
  "Write `content` to a file in the worktree, replacing it whole. Parent folders are created; "
@@ -50,7 +302,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                 "description": "File path, relative to the worktree."},
        "content": {"type": "string", "description": "The complete new content of the file."}},
      "required": ["path", "content"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kWriteFileOutput},
 
 {"edit_file", lanes::no_net, 10 * kSecond, 100000, SafetyTier::side_effecting,
  "Replace exact text in a file you have read (and that has not changed since). Give EITHER "
@@ -79,7 +331,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                            "required": ["old_string", "new_string"],
                            "additionalProperties": false}}},
      "required": ["path"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kEditFileOutput},
 
 {"file_delete", lanes::no_net, 10 * kSecond, 100000, SafetyTier::side_effecting,
  "Delete a file, or a folder when `recursive` is true. A non-empty folder is refused unless "
@@ -91,7 +343,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "recursive": {"type": "boolean", "default": false,
                      "description": "Delete a folder and everything in it."}},
      "required": ["path"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kFileDeleteOutput},
 
 {"list_directory", lanes::no_net, 5 * kSecond, 100000, SafetyTier::read_only,
  "List a folder of the worktree: each entry with its path, size and whether it is a folder. "
@@ -105,7 +357,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                      "description": "Also list the contents of sub-folders."},
        "max_depth": {"type": "integer", "minimum": 1, "default": 10,
                      "description": "How many levels to descend when recursive."}},
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kListDirectoryOutput},
 
 {"glob", lanes::no_net, 30 * kSecond, 50000, SafetyTier::read_only,
  "Find files whose path matches a glob pattern such as `src/**/*.cpp` (`**` matches any "
@@ -118,7 +370,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "path": {"type": "string", "default": ".",
                 "description": "Folder to search from, relative to the worktree."}},
      "required": ["pattern"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kGlobOutput},
 
 {"grep", lanes::no_net, 60 * kSecond, 100000, SafetyTier::read_only,
  "Search file contents with a regular expression. Files ignored by .gitignore are skipped. "
@@ -141,7 +393,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                        "default": "content",
                        "description": "content: matching lines; files: file names; count: matches per file."}},
      "required": ["pattern"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kGrepOutput},
 
 {"run_command", lanes::net, 120 * kSecond, 100000, SafetyTier::privileged,
  "Run a shell command (`sh -c`) in the worktree, with network access. stdin is empty. Returns "
@@ -155,7 +407,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "cwd": {"type": "string",
                "description": "Folder to run in, relative to the worktree (default: the worktree)."}},
      "required": ["command"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kCommandOutput},
 
 {"run_command_isolated", lanes::no_net, 120 * kSecond, 100000, SafetyTier::privileged,
  "Run a shell command (`sh -c`) in the worktree without any network access. stdin is empty. "
@@ -168,22 +420,22 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "cwd": {"type": "string",
                "description": "Folder to run in, relative to the worktree (default: the worktree)."}},
      "required": ["command"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kCommandOutput},
 
 {"build", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
  "Run the project's configured build command in the worktree and return its exit code and "
  "output. Takes no arguments.",
- R"({"type": "object", "properties": {}, "additionalProperties": false})"},
+ R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"test", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
  "Run the project's configured test command in the worktree and return its exit code and "
  "output. Takes no arguments.",
- R"({"type": "object", "properties": {}, "additionalProperties": false})"},
+ R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"validate", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
  "Run the loop's validation command in the worktree and return its exit code and output; "
  "exit code 0 means the work passes. Takes no arguments.",
- R"({"type": "object", "properties": {}, "additionalProperties": false})"},
+ R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"web_fetch", lanes::net, 30 * kSecond, 500000, SafetyTier::side_effecting,
  "Fetch an http(s) URL and return its content as markdown (default), plain text or raw HTML. "
@@ -194,7 +446,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "format": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown",
                   "description": "How to return the page."}},
      "required": ["url"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kWebFetchOutput},
 
 {"web_search", lanes::net, 30 * kSecond, 50000, SafetyTier::side_effecting,
  "Search the web and return the top results (title, URL, snippet). Use web_fetch to read a "
@@ -205,7 +457,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "max_results": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
                        "description": "How many results to return."}},
      "required": ["query"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kWebSearchOutput},
 
 {"complete_task", lanes::daemon, 1 * kSecond, 10000, SafetyTier::side_effecting,
  "Declare the task finished. Call it once, when the work is done, with a summary of what you "
@@ -215,7 +467,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "summary": {"type": "string", "minLength": 1,
                    "description": "What was accomplished, and anything left undone."}},
      "required": ["summary"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kNoOutputSchema},
 
 {"create_plan", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the plan as structured output: a title, an overview and 1 to 10 specs with unique "
@@ -239,7 +491,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                            "required": ["name", "title", "description"],
                            "additionalProperties": false}}},
      "required": ["title", "overview", "specs"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kNoOutputSchema},
 
 {"create_spec", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the spec as structured output: name, title, overview and 3 to 7 phases, each with "
@@ -262,7 +514,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                             "required": ["name", "title", "description"],
                             "additionalProperties": false}}},
      "required": ["name", "title", "overview", "phases"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kNoOutputSchema},
 
 {"create_phase", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the phase as structured output: name, title, objective, the tasks (each a "
@@ -287,7 +539,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "validation_command": {"type": "string", "minLength": 1,
                               "description": "Shell command whose exit code 0 means the phase is done."}},
      "required": ["name", "title", "objective", "tasks", "validation_command"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kNoOutputSchema},
 
 {"memory_search", lanes::daemon, 5 * kSecond, 50000, SafetyTier::read_only,
  "Search the notes saved with memory_save, by their words (full-text, best match first). "
@@ -303,7 +555,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "include_conversation": {"type": "boolean", "default": false,
                                 "description": "Also search what the model said in earlier loops of this repository."}},
      "required": ["query"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kMemorySearchOutput},
 
 {"memory_save", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
  "Save a note for later loops (it survives restarts; the user can list and delete it). "
@@ -317,7 +569,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "scope": {"type": "string", "enum": ["repo", "user"], "default": "repo",
                  "description": "repo: a note about this repository; user: a note about the user, seen from every repository."}},
      "required": ["content"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kMemoryNoteOutput},
 
 {"memory_update", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
  "Replace the text (and tags, when given) of a saved note, keeping its note_id.",
@@ -329,7 +581,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                 "items": {"type": "string", "minLength": 1},
                 "description": "The note's new tags."}},
      "required": ["note_id", "content"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kMemoryNoteOutput},
 
 {"memory_delete", lanes::daemon, 5 * kSecond, 10000, SafetyTier::side_effecting,
  "Delete a saved note.",
@@ -337,7 +589,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
      "properties": {
        "note_id": {"type": "string", "minLength": 1, "description": "The note to delete."}},
      "required": ["note_id"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kMemoryDeleteOutput},
 
 {"oracle", lanes::daemon, 300 * kSecond, 100000, SafetyTier::read_only,
  "Ask a second, independent model for advice: a design question, a review of an approach, "
@@ -353,7 +605,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
                  "description": "Paths of files in the worktree to attach (read for the oracle, capped)."},
        "context": {"type": "string", "description": "Anything else it needs: an error, a plan, a diff."}},
      "required": ["question"],
-     "additionalProperties": false})"},
+     "additionalProperties": false})", kOracleOutput},
 };
 // clang-format on
 
@@ -374,6 +626,7 @@ Catalog Catalog::builtin() {
     // The schemas above are constants checked by the test suite; a parse
     // failure here is a build defect, not a user error.
     spec.input_schema = nlohmann::json::parse(tool.input_schema);
+    if (!tool.output_schema.empty()) spec.output_schema = nlohmann::json::parse(tool.output_schema);
     catalog.tools_.push_back(std::move(spec));
   }
   return catalog;

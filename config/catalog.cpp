@@ -86,7 +86,8 @@ void check_tightening(const ToolSpec& spec, const toml::value& table, const std:
   for (const auto& entry : detail::entries(table)) {
     const toml::value& v = *entry.value;
     const std::string key = base + "." + entry.key;
-    if (entry.key == "lane" || entry.key == "description" || entry.key == "input_schema") {
+    if (entry.key == "lane" || entry.key == "description" || entry.key == "input_schema" ||
+        entry.key == "output_schema") {
       fail(v, key, std::string("cannot be changed here: ") + kTightenOnly);
     } else if (entry.key == "timeout_ms") {
       if (detail::read_integer_in(v, key, 1, kMaxTimeoutMs, "milliseconds") > spec.timeout_ms) {
@@ -117,9 +118,9 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
                 CatalogTrust trust) {
   const std::string base = "tools." + name;
   detail::require_table(table, base);
-  detail::refuse_unknown_keys(
-      table, base,
-      {"lane", "timeout_ms", "max_output_bytes", "description", "enabled", "tier", "input_schema"});
+  detail::refuse_unknown_keys(table, base,
+                              {"lane", "timeout_ms", "max_output_bytes", "description", "enabled",
+                               "tier", "input_schema", "output_schema"});
 
   auto existing =
       std::find_if(tools.begin(), tools.end(), [&](const ToolSpec& t) { return t.name == name; });
@@ -188,6 +189,11 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
       spec.tier = *parse_safety_tier(text);
     } else if (entry.key == "input_schema") {
       spec.input_schema = read_schema(v, key);
+    } else if (entry.key == "output_schema") {
+      // "" takes a built-in tool's output schema away (say, its command
+      // now prints something else); nothing else is optional here.
+      spec.output_schema =
+          detail::read_string(v, key).empty() ? nlohmann::json() : read_schema(v, key);
     }
   }
 

@@ -15,7 +15,8 @@
 //                      "additionalProperties": false}'''
 //
 // Keys: lane, timeout_ms, max_output_bytes, description, enabled, tier,
-// input_schema (a JSON string). Any mistake is a loopr::ConfigError
+// input_schema (a JSON string), output_schema (a JSON string; "" removes the
+// tool's output schema). Any mistake is a loopr::ConfigError
 // "FILE:LINE: tools.NAME.KEY: what is wrong".
 #pragma once
 
@@ -68,6 +69,11 @@ struct ToolSpec {
   bool enabled = true;
   SafetyTier tier = SafetyTier::privileged;
   nlohmann::json input_schema;  // passes check_tool_schema()
+  // The shape of the tool's JSON output when a call succeeds (tool.call's
+  // `output` with ok true), for clients that check results against it (MCP's
+  // outputSchema); passes check_tool_schema(). Null: the output has no fixed
+  // shape, or nobody described it.
+  nlohmann::json output_schema;
 };
 
 // Who wrote a catalog file. The user's own files may change anything. A
@@ -75,7 +81,8 @@ struct ToolSpec {
 // read (a clone, a dependency, a prompt-injected commit), so it may only
 // tighten: lower timeout_ms and max_output_bytes, disable a tool, raise its
 // tier. It may not add tools, move them to another lane, or rewrite their
-// descriptions or schemas (which the model reads as instructions).
+// descriptions or input schemas (which the model reads as instructions) or
+// output schemas (which clients check results against).
 enum class CatalogTrust { user, repository };
 
 class Catalog {

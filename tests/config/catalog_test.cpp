@@ -107,6 +107,43 @@ TEST(BuiltinCatalog, EverySchemaIsAStrictObjectSchema) {
   }
 }
 
+// The tools whose success output has a fixed shape; the loop engine's own
+// (complete_task, create_*) never run through tool.call and have none.
+constexpr const char* kToolsWithOutputSchema[] = {
+    "read_file",   "write_file",     "edit_file",
+    "file_delete", "list_directory", "glob",
+    "grep",        "run_command",    "run_command_isolated",
+    "build",       "test",           "validate",
+    "web_fetch",   "web_search",     "memory_search",
+    "memory_save", "memory_update",  "memory_delete",
+    "oracle"};
+
+TEST(BuiltinCatalog, OutputSchemasAreStrictObjectSchemasOfTheToolsWithAFixedOutput) {
+  const std::set<std::string> expected(std::begin(kToolsWithOutputSchema),
+                                       std::end(kToolsWithOutputSchema));
+  for (const auto& tool : Catalog::builtin().tools()) {
+    SCOPED_TRACE(tool.name);
+    if (expected.count(tool.name) == 0) {
+      EXPECT_TRUE(tool.output_schema.is_null());
+      continue;
+    }
+    const auto& schema = tool.output_schema;
+    ASSERT_TRUE(schema.is_object());
+    EXPECT_EQ(schema["type"], "object");
+    EXPECT_FALSE(schema.value("required", nlohmann::json::array()).empty());
+    const auto problem = check_tool_schema(schema);
+    EXPECT_FALSE(problem.has_value()) << *problem;
+  }
+  const Catalog c = Catalog::builtin();
+  // The command tools share one shape; what each key holds is checked by
+  // tests/daemon/output_schema_test.cpp against real calls.
+  for (const char* command : {"run_command_isolated", "build", "test", "validate"}) {
+    EXPECT_EQ(c.find(command)->output_schema, c.find("run_command")->output_schema) << command;
+  }
+  EXPECT_EQ(keys_of(c.find("write_file")->output_schema["properties"]),
+            (std::set<std::string>{"path", "bytes_written", "created", "content_hash"}));
+}
+
 TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
   const Catalog c = Catalog::builtin();
   auto properties = [&](const char* tool) {
@@ -229,6 +266,10 @@ TEST(CatalogTrust, ARepositoryFileCannotLoosenOrRewrite) {
                 "tools.read_file.description"},
            Case{"[tools.grep]\ninput_schema = '{\"type\": \"object\"}'\n",
                 "tools.grep.input_schema"},
+           Case{"[tools.grep]\noutput_schema = '{\"type\": \"object\", \"properties\": {}, "
+                "\"additionalProperties\": false}'\n",
+                "tools.grep.output_schema"},
+           Case{"[tools.grep]\noutput_schema = \"\"\n", "tools.grep.output_schema"},
            Case{"[tools.exfil]\nlane = \"net\"\ndescription = \"x\"\n"
                 "input_schema = '{\"type\":\"object\",\"additionalProperties\":false}'\n",
                 "tools.exfil"},
@@ -274,6 +315,36 @@ input_schema = '''{"type": "object", "properties": {"fix": {"type": "boolean"}},
   EXPECT_GT(lint->max_output_bytes, 0);
   EXPECT_TRUE(lint->enabled);
   EXPECT_EQ(c.tools().back().name, "lint");
+}
+
+TEST(CatalogMerge, OutputSchemaIsSetReplacedOrRemoved) {
+  const Catalog c = merged(R"([tools.lint]
+lane = "heavy"
+description = "Run the linter"
+input_schema = '{"type": "object", "properties": {}, "additionalProperties": false}'
+output_schema = '''{"type": "object",
+                    "properties": {"findings": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["findings"], "additionalProperties": false}'''
+[tools.build]
+output_schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}, "additionalProperties": false}'
+[tools.grep]
+output_schema = ""
+[tools.glob]
+timeout_ms = 1000
+)");
+  const ToolSpec* lint = c.find("lint");
+  ASSERT_NE(lint, nullptr);
+  EXPECT_EQ(lint->output_schema["required"], nlohmann::json::array({"findings"}));
+  EXPECT_EQ(keys_of(c.find("build")->output_schema["properties"]), (std::set<std::string>{"ok"}));
+  EXPECT_TRUE(c.find("grep")->output_schema.is_null());
+  EXPECT_EQ(c.find("glob")->output_schema, Catalog::builtin().find("glob")->output_schema);
+  // A new tool without one has none.
+  const Catalog plain = merged(R"([tools.fmt]
+lane = "heavy"
+description = "Format"
+input_schema = '{"type": "object", "properties": {}, "additionalProperties": false}'
+)");
+  EXPECT_TRUE(plain.find("fmt")->output_schema.is_null());
 }
 
 TEST(CatalogMerge, AFileWithAMistakeChangesNothing) {
@@ -323,6 +394,20 @@ TEST(CatalogErrors, EachMistakeNamesFileLineAndKey) {
        "catalog.toml:2: tools.grep.input_schema:", "additionalProperties"},
       {"[tools.grep]\ninput_schema = 42\n",
        "catalog.toml:2: tools.grep.input_schema:", "must be a string"},
+      {"[tools.grep]\noutput_schema = \'\'\'{\"type\": \"object\",\'\'\'\n",
+       "catalog.toml:2: tools.grep.output_schema:", "does not parse"},
+      {"[tools.grep]\noutput_schema = \'\'\'[1, 2]\'\'\'\n",
+       "catalog.toml:2: tools.grep.output_schema:", "got JSON array"},
+      {"[tools.grep]\noutput_schema = \'\'\'{\"type\": \"object\"}\'\'\'\n",
+       "catalog.toml:2: tools.grep.output_schema:", "additionalProperties"},
+      {"[tools.grep]\noutput_schema = \'\'\'{\"type\": \"array\"}\'\'\'\n",
+       "catalog.toml:2: tools.grep.output_schema:", "\"type\": \"object\""},
+      {"[tools.grep]\noutput_schema = \'\'\'{\"type\": \"object\", \"properties\": "
+       "{\"n\": {\"type\": \"integer\", \"exclusiveMinimum\": 0}}, "
+       "\"additionalProperties\": false}\'\'\'\n",
+       "catalog.toml:2: tools.grep.output_schema:", "unsupported keyword 'exclusiveMinimum'"},
+      {"[tools.grep]\noutput_schema = true\n",
+       "catalog.toml:2: tools.grep.output_schema:", "must be a string"},
       {"\n[tools.lint]\ndescription = \"x\"\n",
        "catalog.toml:2: tools.lint:", "missing: lane, input_schema"},
       {"[tools.lint]\nlane = \"daemon\"\ndescription = \"x\"\ninput_schema = '''{}'''\n",
