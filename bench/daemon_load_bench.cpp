@@ -19,6 +19,8 @@
 //   mcp     the MCP reference filesystem server reading the same file, driven
 //           by the official SDK client on one stdio session
 //           (bench/mcp_reference_read.mjs; skipped without its npm packages)
+//   looprmcp  the same read through `looprctl mcp` (loopr's MCP server, a
+//           client of this looprd), same client script, same file, same run
 // and looprd's RSS idle, after the load, and while a job prints 10 GB.
 // --runs N repeats all of it (a new looprd and temporary folder each time),
 // prints each run and then the median of every figure.
@@ -88,15 +90,15 @@ enum RowId : std::size_t {
   kFork,
   kBwrap,
   kMcp,
+  kLooprMcp,
   kRowCount
 };
 
 constexpr std::array<const char*, kRowCount> kRowNames = {
-    "looprd read_file, 1 conn",     "looprd read_file, 8 conns",
-    "looprd grep, 1 conn",          "looprd glob, 1 conn",
-    "looprd edit_file, 1 conn",     "looprd read, cold worktree",
-    "looprd read, cold, no worker", "fork+exec loopr-tool",
-    "bwrap --unshare-all cat",      "MCP reference read"};
+    "looprd read_file, 1 conn",     "looprd read_file, 8 conns", "looprd grep, 1 conn",
+    "looprd glob, 1 conn",          "looprd edit_file, 1 conn",  "looprd read, cold worktree",
+    "looprd read, cold, no worker", "fork+exec loopr-tool",      "bwrap --unshare-all cat",
+    "MCP reference read",           "looprctl mcp read_file"};
 
 struct Row {
   bool present = false;
@@ -113,7 +115,7 @@ struct RunFigures {
   std::array<Row, kRowCount> rows;
   double rss_idle_mb = 0, rss_after_mb = 0, rss_peak_mb = 0, flood_s = 0;
   bool flooded = false;
-  std::string flood_status, mcp_note;
+  std::string flood_status, mcp_note, loopr_mcp_note;
   bool flood_truncated = false;
   LoadAverage load_start, load_end;
 };
@@ -295,8 +297,11 @@ Row time_edits(ControlClient& client, const std::string& worktree, int calls) {
   return row;
 }
 
-// The MCP reference server's row, or why it has none (in `note`).
-Row time_mcp_reference(const Options& opt, const std::string& worktree, std::string& note) {
+// A row timed by bench/mcp_reference_read.mjs: the MCP reference server's,
+// or with `extra` = {--looprctl PATH, --socket S} looprctl mcp's; or why it
+// has none (in `note`).
+Row time_mcp_driver(const Options& opt, const std::string& worktree,
+                    const std::vector<std::string>& extra, std::string& note) {
   Row row;
   std::error_code ec;
   if (opt.mcp_node_modules.empty() ||
@@ -311,11 +316,14 @@ Row time_mcp_reference(const Options& opt, const std::string& worktree, std::str
     return row;
   }
   std::string out;
-  const auto got =
-      run_capture({"node", opt.mcp_driver, "--node-modules", opt.mcp_node_modules, "--root",
-                   worktree, "--file", worktree + "/file.txt", "--calls", std::to_string(opt.calls),
-                   "--warmup", std::to_string(kWarmupCalls)},
-                  out);
+  std::vector<std::string> args = {"node",           opt.mcp_driver,
+                                   "--node-modules", opt.mcp_node_modules,
+                                   "--root",         worktree,
+                                   "--file",         worktree + "/file.txt",
+                                   "--calls",        std::to_string(opt.calls),
+                                   "--warmup",       std::to_string(kWarmupCalls)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto got = run_capture(args, out);
   const json reply = json::parse(out, nullptr, false);
   if (!got || reply.is_discarded() || !reply.contains("samples_ms")) {
     note = "failed: " + (reply.is_object() && reply.contains("error")
@@ -505,8 +513,12 @@ std::optional<RunFigures> measure(const Options& opt) {
   fig.rows[kFork] = {true, loopr::bench::stats_of(fork_exec), -1, -1};
   fig.rows[kBwrap] = {true, loopr::bench::stats_of(bwrap), -1, -1};
 
-  // (e) the MCP reference server, same file, same number of calls
-  fig.rows[kMcp] = time_mcp_reference(opt, worktree, fig.mcp_note);
+  // (e) the MCP reference server, same file, same number of calls; then the
+  // same client through looprctl mcp and this looprd
+  fig.rows[kMcp] = time_mcp_driver(opt, worktree, {}, fig.mcp_note);
+  fig.rows[kLooprMcp] =
+      time_mcp_driver(opt, worktree, {"--looprctl", opt.bin_dir + "/looprctl", "--socket", socket},
+                      fig.loopr_mcp_note);
 
   // (f) RSS while a job prints output_gb GB
   if (opt.output_gb > 0) {
@@ -555,6 +567,7 @@ struct Ratios {
   double bwrap_over_looprd = NAN, mcp_over_looprd = NAN, looprd_over_fork = NAN;
   double calls_per_s_8 = NAN;
   double cold_over_noworker = NAN;
+  double loopr_mcp_over_reference = NAN;
 };
 
 Ratios ratios_of(const RunFigures& fig) {
@@ -566,6 +579,9 @@ Ratios ratios_of(const RunFigures& fig) {
   r.calls_per_s_8 = fig.rows[kEight].rate;
   if (fig.rows[kNoWorker].present) {
     r.cold_over_noworker = fig.rows[kCold].stats.p50 / fig.rows[kNoWorker].stats.p50;
+  }
+  if (fig.rows[kMcp].present && fig.rows[kLooprMcp].present) {
+    r.loopr_mcp_over_reference = fig.rows[kLooprMcp].stats.p50 / fig.rows[kMcp].stats.p50;
   }
   return r;
 }
@@ -604,6 +620,11 @@ void print_ratios(const Ratios& r) {
       "cold-worktree read p50 / no-warm-worker read p50 = %.2fx (target <= 1x: a first call no "
       "slower than a process per call)\n",
       r.cold_over_noworker);
+  if (std::isnan(r.loopr_mcp_over_reference))
+    std::printf("looprctl mcp p50 / MCP reference p50 = - (a row is missing)\n");
+  else
+    std::printf("looprctl mcp p50 / MCP reference p50 = %.2fx (< 1x: loopr's server faster)\n",
+                r.loopr_mcp_over_reference);
 }
 
 void print_rss(double idle, double after, bool flooded, double output_gb, double flood_s,
@@ -627,6 +648,7 @@ void print_run(const Options& opt, int run, const RunFigures& fig) {
               std::max(50, opt.calls / 5));
   print_table(fig.rows, "errors");
   std::printf("MCP reference: %s\n", fig.mcp_note.c_str());
+  std::printf("looprctl mcp: %s\n", fig.loopr_mcp_note.c_str());
   print_ratios(ratios_of(fig));
   print_rss(fig.rss_idle_mb, fig.rss_after_mb, fig.flooded, opt.output_gb, fig.flood_s,
             fig.rss_peak_mb, fig.flood_status, fig.flood_truncated);
@@ -659,7 +681,7 @@ void print_median(const Options& opt, const std::vector<RunFigures>& runs) {
   std::printf("\n== median of %d runs (each figure's median; errors summed over the runs)\n",
               opt.runs);
   print_table(rows, "errors, all runs");
-  std::vector<double> bwrap, mcp, fork, rate8, cold;
+  std::vector<double> bwrap, mcp, fork, rate8, cold, loopr_mcp;
   for (const RunFigures& fig : runs) {
     const Ratios r = ratios_of(fig);
     bwrap.push_back(r.bwrap_over_looprd);
@@ -667,9 +689,11 @@ void print_median(const Options& opt, const std::vector<RunFigures>& runs) {
     if (!std::isnan(r.mcp_over_looprd)) mcp.push_back(r.mcp_over_looprd);
     rate8.push_back(r.calls_per_s_8);
     if (!std::isnan(r.cold_over_noworker)) cold.push_back(r.cold_over_noworker);
+    if (!std::isnan(r.loopr_mcp_over_reference)) loopr_mcp.push_back(r.loopr_mcp_over_reference);
   }
   std::printf("ratios: median of the per-run ratios\n");
-  print_ratios({median(bwrap), median(mcp), median(fork), median(rate8), median(cold)});
+  print_ratios(
+      {median(bwrap), median(mcp), median(fork), median(rate8), median(cold), median(loopr_mcp)});
   auto median_of = [&](double RunFigures::*field) {
     std::vector<double> v;
     for (const RunFigures& fig : runs)

@@ -6,14 +6,19 @@
 // FILE: WARMUP calls first, then CALLS timed ones, each timed with
 // process.hrtime.bigint() around client.callTool alone.
 //
+// With --looprctl PATH --socket SOCKET it drives `looprctl --socket SOCKET mcp
+// --worktree ROOT` instead (loopr's own MCP server, a client of the looprd on
+// SOCKET) and calls its read_file on the same FILE: the same client, the same
+// calls, so the two rows compare the servers alone.
+//
 // Prints one JSON line on stdout:
 //   {"server": "<name>@<version>", "tool": "...", "samples_ms": [...]}
 // or {"error": "..."} and exit status 1. The packages come from NODE_MODULES
-// (scripts/install-bench-npm.sh BUILD_DIR puts them in BUILD_DIR/npm/node_modules),
+// (scripts/install-test-npm.sh BUILD_DIR puts them in BUILD_DIR/npm/node_modules),
 // never from the source tree.
 //
 // usage: node bench/mcp_reference_read.mjs --node-modules DIR --root DIR
-//             --file PATH [--calls N] [--warmup N]
+//             --file PATH [--calls N] [--warmup N] [--looprctl PATH --socket SOCKET]
 import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
@@ -28,11 +33,16 @@ function parseArgs(argv) {
       case "--file": opts.file = value; break;
       case "--calls": opts.calls = Number.parseInt(value, 10); break;
       case "--warmup": opts.warmup = Number.parseInt(value, 10); break;
+      case "--looprctl": opts.looprctl = value; break;
+      case "--socket": opts.socket = value; break;
       default: throw new Error(`unknown flag ${argv[i]}`);
     }
   }
   for (const key of ["nodeModules", "root", "file"]) {
     if (!opts[key]) throw new Error(`--${key.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())} is required`);
+  }
+  if (Boolean(opts.looprctl) !== Boolean(opts.socket)) {
+    throw new Error("--looprctl and --socket go together");
   }
   return opts;
 }
@@ -44,17 +54,27 @@ async function main() {
   const require = createRequire(path.join(path.resolve(opts.nodeModules), "resolve-from-here.js"));
   const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
-  const serverPackagePath = require.resolve("@modelcontextprotocol/server-filesystem/package.json");
-  const serverPackage = require(serverPackagePath);
-  const serverBin = typeof serverPackage.bin === "string"
-      ? serverPackage.bin : Object.values(serverPackage.bin)[0];
-  const serverEntry = path.join(path.dirname(serverPackagePath), serverBin);
-
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [serverEntry, opts.root],
-    stderr: "pipe",
-  });
+  let server;
+  let transport;
+  if (opts.looprctl) {
+    transport = new StdioClientTransport({
+      command: opts.looprctl,
+      args: ["--socket", opts.socket, "mcp", "--worktree", opts.root],
+      stderr: "pipe",
+    });
+  } else {
+    const serverPackagePath = require.resolve("@modelcontextprotocol/server-filesystem/package.json");
+    const serverPackage = require(serverPackagePath);
+    const serverBin = typeof serverPackage.bin === "string"
+        ? serverPackage.bin : Object.values(serverPackage.bin)[0];
+    const serverEntry = path.join(path.dirname(serverPackagePath), serverBin);
+    server = `${serverPackage.name}@${serverPackage.version}`;
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [serverEntry, opts.root],
+      stderr: "pipe",
+    });
+  }
   let serverStderr = "";
   transport.stderr?.on("data", (chunk) => {
     if (serverStderr.length < 4096) serverStderr += chunk;
@@ -62,6 +82,10 @@ async function main() {
   const client = new Client({ name: "loopr-daemon-load-bench", version: "1" });
   try {
     await client.connect(transport);
+    if (!server) {
+      const info = client.getServerVersion();
+      server = `${info?.name ?? "?"}@${info?.version ?? "?"}`;
+    }
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     const tool = ["read_text_file", "read_file"].find((n) => names.includes(n));
@@ -83,7 +107,7 @@ async function main() {
     const first = await call();
     const text = first.content?.[0]?.text ?? "";
     process.stdout.write(JSON.stringify({
-      server: `${serverPackage.name}@${serverPackage.version}`,
+      server,
       tool,
       bytes: text.length,
       samples_ms: samples,
