@@ -6,9 +6,10 @@
 namespace loopr::daemon {
 
 EventBus::SubscriptionId EventBus::subscribe(std::vector<std::string> topics, Sink sink,
-                                             std::optional<std::string> loop_id) {
+                                             std::optional<std::string> loop_id, Filter accepts) {
   const SubscriptionId id = next_id_++;
-  subscribers_.emplace(id, Subscriber{std::move(topics), std::move(sink), std::move(loop_id)});
+  subscribers_.emplace(
+      id, Subscriber{std::move(topics), std::move(sink), std::move(loop_id), std::move(accepts)});
   return id;
 }
 
@@ -59,6 +60,7 @@ void EventBus::publish(std::string_view event, nlohmann::json data) {
   for (const auto& [id, subscriber] : subscribers_) {
     if (!wants(subscriber, event)) continue;
     if (subscriber.loop_id && !about_loop(data, *subscriber.loop_id)) continue;
+    if (subscriber.accepts && !subscriber.accepts(data)) continue;
     ids.push_back(id);
   }
   if (ids.empty()) return;

@@ -23,11 +23,15 @@ class EventBus {
  public:
   using Sink = std::function<void(const std::string& line)>;
   using SubscriptionId = std::uint64_t;
+  // Whether an event's data is for this subscriber; called on the io thread
+  // during publish(), so it must not call back into the bus.
+  using Filter = std::function<bool(const nlohmann::json& data)>;
 
   // With `loop_id`, only events whose data names that loop (data.loop_id,
-  // or data.loop.id) reach the sink.
+  // or data.loop.id) reach the sink; with `accepts`, only events it accepts.
   SubscriptionId subscribe(std::vector<std::string> topics, Sink sink,
-                           std::optional<std::string> loop_id = std::nullopt);
+                           std::optional<std::string> loop_id = std::nullopt,
+                           Filter accepts = nullptr);
   void unsubscribe(SubscriptionId id);
 
   // Encodes {"event", "data"} once and delivers it to each matching sink.
@@ -44,6 +48,7 @@ class EventBus {
     std::vector<std::string> topics;
     Sink sink;
     std::optional<std::string> loop_id;
+    Filter accepts;
   };
   bool wants(const Subscriber& subscriber, std::string_view event) const;
   static bool about_loop(const nlohmann::json& data, const std::string& loop_id);

@@ -225,7 +225,9 @@ asio::awaitable<Result<json>> MethodRegistry::tool_call(ClientSession& session,
   request.tool = std::move(parsed->tool);
   request.args = std::move(parsed->args);
   request.worktree = std::move(parsed->worktree);
-  request.session = parsed->loop_id ? "loop:" + *parsed->loop_id : session.name();
+  request.session = parsed->loop_id   ? "loop:" + *parsed->loop_id
+                    : parsed->session ? "session:" + *parsed->session
+                                      : session.name();
   request.timeout_ms = parsed->timeout_ms;
   bind_to_session(request, session);
   ToolCallOutcome outcome = co_await services_.router.call(std::move(request));
@@ -326,12 +328,20 @@ asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& se
   if (session.subscription) services_.events.unsubscribe(*session.subscription);
   // The sink holds the session weakly: the bus never keeps a closed client alive.
   std::weak_ptr<ClientSession> weak = session.shared_from_this();
+  EventBus::Filter own_calls_only;
+  if (parsed->own_calls) {
+    own_calls_only = [&router = services_.router, client = session.id()](const json& data) {
+      auto call = data.is_object() ? data.find("call_id") : data.end();
+      return call != data.end() && call->is_string() &&
+             router.client_of(call->get_ref<const std::string&>()) == client;
+    };
+  }
   session.subscription = services_.events.subscribe(
       parsed->topics,
       [weak](const std::string& line) {
         if (auto live = weak.lock()) live->send_line(line);
       },
-      parsed->loop_id);
+      parsed->loop_id, std::move(own_calls_only));
   co_return proto::to_json(*parsed);
 }
 

@@ -637,6 +637,11 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
   events_.publish("tool.finished", std::move(finished_event));
 }
 
+std::uint64_t ToolRouter::client_of(const std::string& call_id) const {
+  auto it = active_.find(call_id);
+  return it == active_.end() ? 0 : it->second.client_id;
+}
+
 bool ToolRouter::cancel(const std::string& call_id) {
   auto it = active_.find(call_id);
   if (it == active_.end()) return false;

@@ -146,6 +146,9 @@ class ToolRouter {
   asio::awaitable<std::vector<ToolCallOutcome>> batch(std::vector<ToolCallRequest> requests);
   // Cancels a call waiting for approval, queued or running; false if unknown.
   bool cancel(const std::string& call_id);
+  // The control connection that made the running call `call_id` (0: none,
+  // or the call is not running).
+  std::uint64_t client_of(const std::string& call_id) const;
   // Cancels every call of one control connection; returns how many.
   std::size_t cancel_calls_of_client(std::uint64_t client_id);
   // Cancels every call a loop made; returns how many.

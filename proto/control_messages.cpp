@@ -207,6 +207,7 @@ json to_json(const ToolCallParams& params) {
               {"worktree", params.worktree}};
   if (params.loop_id) out["loop_id"] = *params.loop_id;
   if (params.timeout_ms) out["timeout_ms"] = *params.timeout_ms;
+  if (params.session) out["session"] = *params.session;
   return out;
 }
 
@@ -219,6 +220,7 @@ json to_json(const ApprovalDecisionParams& params) {
 json to_json(const SubscribeParams& params) {
   json out = {{"topics", params.topics}};
   if (params.loop_id) out["loop_id"] = *params.loop_id;
+  if (params.own_calls) out["own_calls"] = true;
   return out;
 }
 
@@ -247,6 +249,7 @@ Result<ToolCallParams> parse_tool_call_params(const json& params) {
   out.worktree = f.identifier("worktree", 4096);
   out.loop_id = f.optional_text("loop_id", 256);
   out.timeout_ms = f.optional_unsigned("timeout_ms");
+  out.session = f.optional_text("session", 128);
   return finish(f, std::move(out));
 }
 
@@ -263,6 +266,7 @@ Result<SubscribeParams> parse_subscribe_params(const json& params) {
   SubscribeParams out;
   out.topics = f.string_list("topics", false);
   out.loop_id = f.optional_text("loop_id", 256);
+  out.own_calls = f.has("own_calls") && f.boolean("own_calls");
   return finish(f, std::move(out));
 }
 

@@ -116,6 +116,11 @@ struct ToolCallParams {
   std::string worktree;
   std::optional<std::string> loop_id;
   std::optional<std::uint64_t> timeout_ms;
+  // Read-before-edit scope shared by several connections of one client (an
+  // MCP session's calls arrive on several): files read by a call of session
+  // S may be edited by a later call of S on any connection. Unset: the
+  // connection is the scope. Ignored when loop_id is set.
+  std::optional<std::string> session;
   bool operator==(const ToolCallParams&) const = default;
 };
 
@@ -131,6 +136,10 @@ struct SubscribeParams {
   std::vector<std::string> topics;
   // Only events of this loop (data.loop_id or data.loop.id) when set.
   std::optional<std::string> loop_id;
+  // Only events about calls this connection made (tool.started, tool.output,
+  // approval.requested, approval.resolved: data.call_id of a running call of
+  // this connection).
+  bool own_calls = false;
   bool operator==(const SubscribeParams&) const = default;
 };
 
