@@ -81,7 +81,28 @@ void ControlServer::listen() {
   ::umask(old_mask);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw StartupError("cannot listen on " + socket_path_ + ": " + ec.message());
+  owns_socket_file_ = true;
   ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
+}
+
+void ControlServer::adopt(UniqueFd listener) {
+  if (socket_path_.starts_with('/')) {
+    auto folder = require_private_folder(parent_folder(socket_path_));
+    if (!folder) {
+      throw StartupError(folder.error().message +
+                         (folder.error().hint.empty() ? "" : "; " + folder.error().hint) +
+                         " (the folder of the socket systemd passed; DirectoryMode=0700 in "
+                         "looprd.socket makes it private)");
+    }
+  }
+  std::error_code ec;
+  acceptor_.assign(asio::local::stream_protocol(), listener.get(), ec);
+  if (ec) {
+    throw StartupError("cannot serve the socket systemd passed (" + socket_path_ +
+                       "): " + ec.message());
+  }
+  listener.release();  // the acceptor owns it now
+  owns_socket_file_ = false;
 }
 
 void ControlServer::start_accepting() {
@@ -140,7 +161,9 @@ void ControlServer::stop_accepting() {
   accepting_ = false;
   std::error_code ignored;
   acceptor_.close(ignored);
-  ::unlink(socket_path_.c_str());
+  // An adopted socket file is systemd's: it keeps listening there and starts
+  // looprd again on the next connection.
+  if (owns_socket_file_) ::unlink(socket_path_.c_str());
 }
 
 void ControlServer::close_sessions() {

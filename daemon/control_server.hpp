@@ -4,7 +4,9 @@
 // included: another uid is refused with error 1003 and disconnected).
 //
 // listen() refuses to start when another looprd already answers on the path,
-// and removes a stale socket left by a daemon that died.
+// and removes a stale socket left by a daemon that died. adopt() serves a
+// socket systemd bound and listens on (socket activation, looprd.socket):
+// that socket file is systemd's, so stop_accepting() leaves it in place.
 // Threads: io thread only.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "common/unique_fd.hpp"
 #include "daemon/client_session.hpp"
 
 namespace loopr::daemon {
@@ -27,8 +30,12 @@ class ControlServer {
 
   // Creates the folder and binds the socket. Throws loopr::StartupError.
   void listen();
+  // Serves `listener`, a listening AF_UNIX stream socket bound to the
+  // socket path by systemd (see socket_activation.hpp). Checks that the
+  // path's folder is private like listen() does. Throws StartupError.
+  void adopt(UniqueFd listener);
   void start_accepting();
-  // Stops accepting and removes the socket file.
+  // Stops accepting and removes the socket file (unless adopted).
   void stop_accepting();
   // Closes every session once its queued replies are written.
   void close_sessions();
@@ -48,6 +55,7 @@ class ControlServer {
   std::map<std::uint64_t, std::weak_ptr<ClientSession>> sessions_;
   std::uint64_t next_session_ = 1;
   bool accepting_ = false;
+  bool owns_socket_file_ = false;  // bound by listen(), not by systemd
 };
 
 // Creates `folder` (missing components 0700) and makes sure it is private:

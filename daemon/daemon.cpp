@@ -125,7 +125,12 @@ Daemon::Daemon(DaemonOptions options)
       }
     };
   };
-  server_->listen();
+  if (options_.activation_socket) {
+    server_->adopt(std::move(*options_.activation_socket));
+    options_.activation_socket.reset();
+  } else {
+    server_->listen();
+  }
 }
 
 Daemon::~Daemon() = default;

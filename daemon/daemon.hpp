@@ -13,9 +13,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "config/paths.hpp"
 #include "config/settings.hpp"
 #include "daemon/approval_gate.hpp"
@@ -40,6 +42,9 @@ struct DaemonOptions {
   config::Settings settings;
   std::string runner_binary;  // loopr-runner
   std::string tool_binary;    // loopr-tool
+  // The control socket systemd passed (socket activation), bound to
+  // paths.socket_path; absent, looprd binds that path itself.
+  std::optional<UniqueFd> activation_socket;
   // Called once the socket listens (before the first client is served).
   std::function<void()> on_ready;
 };

@@ -16,6 +16,7 @@ add_library(loopr_daemon STATIC
   provider_registry.cpp
   read_tracker.cpp
   runner_link.cpp
+  socket_activation.cpp
   systemd_notify.cpp
   tool_router.cpp
   web_search_args.cpp)
@@ -33,4 +34,5 @@ loopr_target_options(loopr_daemon)
 
 add_executable(looprd main.cpp)
 target_link_libraries(looprd PRIVATE loopr_daemon CLI11::CLI11)
+target_compile_definitions(looprd PRIVATE LOOPR_VERSION="${PROJECT_VERSION}")
 loopr_target_options(looprd)

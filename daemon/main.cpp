@@ -5,6 +5,10 @@
 // background and the starting process exits 0 once the socket listens (or 1
 // with the reason), logging to <state_dir>/looprd.log; under systemd use
 // --foreground (Type=notify: READY=1 is sent once the socket listens).
+// Socket activation (looprd.socket): when systemd passes the listening control
+// socket (LISTEN_PID, LISTEN_FDS=1, fd 3) looprd serves it instead of binding
+// its own, stays in the foreground, and leaves the socket file to systemd.
+// `looprd --version` prints the version and exits.
 // Exit status: 0 after a clean shutdown, 1 when it cannot start (the message
 // says why), 2 on a configuration or usage error.
 #include <fcntl.h>
@@ -25,6 +29,7 @@
 #include "config/settings.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/logging.hpp"
+#include "daemon/socket_activation.hpp"
 
 namespace {
 
@@ -107,20 +112,45 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.add_option("--runner", runner_binary, "loopr-runner binary (default: next to looprd)");
   app.add_option("--tool", tool_binary, "loopr-tool binary (default: next to looprd)");
+  app.set_version_flag("--version", std::string("looprd ") + LOOPR_VERSION,
+                       "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
   loopr::UniqueFd ready_write;
   try {
+    // First, before any thread starts: it unsets LISTEN_* from the environment.
+    auto activation_socket = loopr::daemon::take_activation_socket();
     auto paths = loopr::config::resolve_paths(flags);
     auto settings = loopr::config::Settings::load(paths.settings_file());
     paths = loopr::config::resolve_paths(flags, &settings.daemon);
     auto level = log_level.empty() ? settings.daemon.log_level : *parse_level(log_level);
+    std::string activation_note;
+    if (activation_socket) {
+      foreground = true;  // systemd supervises this very process
+      const std::string bound = loopr::daemon::bound_path(activation_socket->get());
+      if (bound.empty() || bound[0] != '/') {
+        throw loopr::StartupError(
+            "socket activation: the socket systemd passed is not bound to a path (" +
+            (bound.empty() ? std::string("unnamed") : bound) +
+            "); ListenStream= in looprd.socket must be the control socket's path");
+      }
+      if (bound != paths.socket_path) {
+        activation_note = "the socket systemd passed is " + bound + " while looprctl looks for " +
+                          paths.socket_path +
+                          " (--socket, LOOPR_SOCKET or [daemon] socket); serving " + bound;
+      }
+      paths.socket_path = bound;
+    }
 
     if (!foreground) {
       loopr::daemon::ensure_private_folder(paths.state_dir);
       daemonize(paths.state_dir + "/looprd.log", ready_write);
     }
     loopr::daemon::configure_logging(level);
+    if (activation_socket) {
+      spdlog::info("socket activation: serving {}, the socket systemd passed", paths.socket_path);
+    }
+    if (!activation_note.empty()) spdlog::warn("{}", activation_note);
     const std::string folder = own_folder();
     loopr::daemon::DaemonOptions options;
     options.paths = paths;
@@ -128,6 +158,7 @@ int main(int argc, char** argv) {
     options.runner_binary = runner_binary.empty() ? folder + "/loopr-runner" : runner_binary;
     options.tool_binary = tool_binary.empty() ? folder + "/loopr-tool" : tool_binary;
     options.on_ready = [&ready_write] { tell_parent(ready_write, "ready"); };
+    options.activation_socket = std::move(activation_socket);
     for (const std::string* binary : {&options.runner_binary, &options.tool_binary}) {
       if (::access(binary->c_str(), X_OK) != 0) {
         throw loopr::StartupError(*binary +
