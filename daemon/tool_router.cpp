@@ -286,14 +286,18 @@ ToolRouter::ToolRouter(asio::io_context& io, const config::Settings& settings,
 json ToolRouter::tools_json() const {
   json tools = json::array();
   for (const config::ToolSpec& tool : catalog_->catalog.tools()) {
-    tools.push_back({{"name", tool.name},
-                     {"description", tool.description},
-                     {"lane", tool.lane},
-                     {"tier", config::to_string(tool.tier)},
-                     {"timeout_ms", tool.timeout_ms},
-                     {"max_output_bytes", tool.max_output_bytes},
-                     {"enabled", tool.enabled},
-                     {"input_schema", tool.input_schema}});
+    tools.push_back(
+        {{"name", tool.name},
+         {"description", tool.description},
+         {"lane", tool.lane},
+         {"tier", config::to_string(tool.tier)},
+         {"timeout_ms", tool.timeout_ms},
+         {"max_output_bytes", tool.max_output_bytes},
+         {"enabled", tool.enabled},
+         // False for the loop engine's own tools (complete_task,
+         // create_*): only a loop answers them.
+         {"callable", tool.lane != config::lanes::daemon || hosted_.count(tool.name) != 0},
+         {"input_schema", tool.input_schema}});
   }
   return tools;
 }
