@@ -70,6 +70,8 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
                  "looprd's control socket (default: $LOOPR_SOCKET, loopr.toml, "
                  "$XDG_RUNTIME_DIR/loopr/looprd.sock, /tmp/loopr-$UID/looprd.sock)");
   app.add_flag("--json", global.json, "print results as JSON, for scripts");
+  app.set_version_flag("--version", std::string("looprctl ") + LOOPR_VERSION,
+                       "print the version and exit");
   app.add_option("--config-dir", global.paths.config_dir,
                  "loopr's configuration folder (default: $LOOPR_CONFIG_DIR, "
                  "$XDG_CONFIG_HOME/loopr)");

@@ -28,6 +28,9 @@ add_library(loopr_client STATIC
   tui_command.cpp)
 target_include_directories(loopr_client PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(loopr_client PUBLIC loopr_proto loopr_config CLI11::CLI11)
+# `looprctl --version` prints project(loopr VERSION ...) (cli.cpp alone, so a
+# version bump recompiles one file).
+set_source_files_properties(cli.cpp PROPERTIES COMPILE_DEFINITIONS LOOPR_VERSION="${PROJECT_VERSION}")
 loopr_target_options(loopr_client)
 
 add_executable(looprctl main.cpp)
