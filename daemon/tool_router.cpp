@@ -298,6 +298,8 @@ json ToolRouter::tools_json() const {
          // create_*): only a loop answers them.
          {"callable", tool.lane != config::lanes::daemon || hosted_.count(tool.name) != 0},
          {"input_schema", tool.input_schema}});
+    // Only where the catalog describes the tool's output (MCP's outputSchema).
+    if (!tool.output_schema.is_null()) tools.back()["output_schema"] = tool.output_schema;
   }
   return tools;
 }
