@@ -44,7 +44,9 @@ describe("looprctl mcp over stdio: tools", () => {
     const names = tools.map((t) => t.name);
     for (const name of fileTools) assert.ok(names.includes(name), `${name} missing from ${names}`);
     for (const name of loopEngineTools) assert.ok(!names.includes(name), `${name} offered`);
-    const expected = catalog.map((t) => t.name).filter((n) => !loopEngineTools.includes(n)).sort();
+    // tool.list marks the loop engine's tools callable: false.
+    const expected = catalog.filter((t) => t.callable !== false && !loopEngineTools.includes(t.name))
+      .map((t) => t.name).sort();
     assert.deepEqual([...names].sort(), expected);
     for (const tool of tools) {
       const entry = catalog.find((t) => t.name === tool.name);
