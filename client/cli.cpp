@@ -14,6 +14,7 @@
 
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
+#include "client/mcp_command.hpp"
 #include "client/memory_commands.hpp"
 #include "client/plan_commands.hpp"
 #include "client/tui_command.hpp"
@@ -137,6 +138,26 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   app.add_subcommand("tools", "list the tools looprd offers")->callback([&] {
     command = run_tools;
   });
+
+  McpOptions mcp;
+  auto* mcp_cmd = app.add_subcommand(
+      "mcp", "serve loopr's tools to an MCP host (Claude Code, Codex, ...) on stdio, or --http");
+  mcp_cmd->add_option("--worktree", mcp.worktree,
+                      "the folder the tools work in (default: the client's first root, else the "
+                      "current folder)");
+  mcp_cmd->add_option("--tools", mcp.tools,
+                      "offer only these tools, comma-separated (default: every enabled tool)");
+  mcp_cmd->add_flag("--elicit-approvals", mcp.elicit_approvals,
+                    "ask the MCP client to approve calls that wait for approval (when it "
+                    "supports elicitation); looprctl approve works either way");
+  mcp_cmd->add_option("--http", mcp.http,
+                      "serve Streamable HTTP on this loopback HOST:PORT instead of stdio "
+                      "(e.g. 127.0.0.1:8765; port 0: any free one)");
+  mcp_cmd->add_option("--token-file", mcp.token_file,
+                      "--http: write the bearer token here (default: <state-dir>/mcp-http.token)");
+  mcp_cmd->add_flag("--insecure-no-token", mcp.insecure_no_token,
+                    "--http: accept requests without the token (for conformance tests only)");
+  mcp_cmd->callback([&] { command = [&](const CommandContext& c) { return run_mcp(c, mcp); }; });
   app.add_subcommand("approvals", "list the calls waiting for approval")->callback([&] {
     command = run_approvals;
   });

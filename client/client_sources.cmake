@@ -16,6 +16,8 @@ add_library(loopr_client STATIC
   loop_follow.cpp
   loop_tree.cpp
   loop_view.cpp
+  mcp_command.cpp
+  mcp_daemon_link.cpp
   memory_commands.cpp
   memory_view.cpp
   metrics_command.cpp
@@ -27,7 +29,7 @@ add_library(loopr_client STATIC
   tool_result_view.cpp
   tui_command.cpp)
 target_include_directories(loopr_client PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(loopr_client PUBLIC loopr_proto loopr_config CLI11::CLI11)
+target_link_libraries(loopr_client PUBLIC loopr_proto loopr_config loopr_mcp CLI11::CLI11)
 # `looprctl --version` prints project(loopr VERSION ...) (cli.cpp alone, so a
 # version bump recompiles one file).
 set_source_files_properties(cli.cpp PROPERTIES COMPILE_DEFINITIONS LOOPR_VERSION="${PROJECT_VERSION}")

@@ -206,6 +206,16 @@ ControlClient::Deadline ControlClient::deadline_after(std::optional<Milliseconds
 
 Result<nlohmann::json> ControlClient::call(const std::string& method, nlohmann::json params,
                                            std::optional<Milliseconds> timeout) {
+  return call(method, std::move(params), timeout, nullptr);
+}
+
+void ControlClient::abort() const {
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+Result<nlohmann::json> ControlClient::call(const std::string& method, nlohmann::json params,
+                                           std::optional<Milliseconds> timeout,
+                                           const EventHandler& on_event) {
   const Deadline deadline = deadline_after(timeout);
   const proto::Request request{next_id_++, method, std::move(params)};
   if (auto sent = send_request(request, deadline); !sent) return std::move(sent).error();
@@ -214,7 +224,11 @@ Result<nlohmann::json> ControlClient::call(const std::string& method, nlohmann::
     auto message = receive(deadline, waiting_for);
     if (!message) return std::move(message).error();
     if (auto* event = std::get_if<proto::Event>(&*message)) {
-      queue_event(std::move(*event));
+      if (on_event) {
+        on_event(*event);
+      } else {
+        queue_event(std::move(*event));
+      }
       continue;
     }
     auto& response = std::get<proto::Response>(*message);

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -64,6 +65,16 @@ class ControlClient {
   Result<nlohmann::json> call(const std::string& method,
                               nlohmann::json params = nlohmann::json::object(),
                               std::optional<Milliseconds> timeout = std::nullopt);
+  // The same, but each event that arrives while waiting goes to `on_event`
+  // (on this thread, before the reply is returned) instead of the queue.
+  using EventHandler = std::function<void(const proto::Event&)>;
+  Result<nlohmann::json> call(const std::string& method, nlohmann::json params,
+                              std::optional<Milliseconds> timeout, const EventHandler& on_event);
+
+  // Shuts the socket down in both directions: a call() waiting on another
+  // thread returns daemon_unreachable, and looprd cancels this connection's
+  // calls. The only member another thread may use while one waits.
+  void abort() const;
 
   // The next pushed event: a queued one first, else the next to arrive.
   // nullopt when none arrived within `timeout` (Milliseconds::max(): no limit).

@@ -72,8 +72,8 @@ int run_call(const CommandContext& context, const CallOptions& options) {
   if (!args) return context.fail(args.error());
   auto worktree = absolute_folder(options.worktree, "the worktree", "--worktree");
   if (!worktree) return context.fail(worktree.error());
-  const proto::ToolCallParams params{options.tool, std::move(*args), std::move(*worktree),
-                                     options.loop_id, options.timeout_ms};
+  const proto::ToolCallParams params{options.tool,    std::move(*args),   std::move(*worktree),
+                                     options.loop_id, options.timeout_ms, std::nullopt};
 
   auto client = context.open();
   if (!client) return context.fail(client.error());

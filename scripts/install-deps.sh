@@ -11,6 +11,8 @@ packages=(
   libasio-dev nlohmann-json3-dev libtoml11-dev libspdlog-dev libfmt-dev
   libseccomp-dev libcap-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev
   libncurses-dev
+  # looprctl mcp --http: the MCP server's Streamable HTTP transport
+  libcpp-httplib-dev
   # web_fetch: HTML to Markdown/text (libxml2's tolerant HTML parser; also
   # decodes the page's charset)
   libxml2-dev

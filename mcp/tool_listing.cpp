@@ -1,0 +1,115 @@
+#include "mcp/tool_listing.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace loopr::mcp {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string text_of(const json& value, const char* key) {
+  auto it = value.find(key);
+  return it != value.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// "read_file" -> "Read file".
+std::string title_of(const std::string& name) {
+  std::string title = name;
+  std::replace(title.begin(), title.end(), '_', ' ');
+  if (!title.empty() && title[0] >= 'a' && title[0] <= 'z') title[0] = char(title[0] - 'a' + 'A');
+  return title;
+}
+
+json text_content(std::string text) {
+  return json::array({{{"type", "text"}, {"text", std::move(text)}}});
+}
+
+}  // namespace
+
+Result<std::vector<PublishedTool>> publish_tools(const json& catalog_tools,
+                                                 const std::vector<std::string>& only) {
+  if (!catalog_tools.is_array()) {
+    return make_error(errc::protocol, "looprd's tool.list gave no `tools` array");
+  }
+  std::vector<PublishedTool> published;
+  for (const json& entry : catalog_tools) {
+    if (!entry.is_object()) continue;
+    const std::string name = text_of(entry, "name");
+    if (name.empty() || !entry.value("enabled", true) || !entry.value("callable", true)) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+    const std::string tier = text_of(entry, "tier");
+    const bool read_only = tier == "read-only";
+    json tool = {{"name", name},
+                 {"title", title_of(name)},
+                 {"description", text_of(entry, "description")},
+                 {"inputSchema", entry.value("input_schema", json{{"type", "object"}})},
+                 {"annotations",
+                  {{"title", title_of(name)},
+                   {"readOnlyHint", read_only},
+                   {"destructiveHint", !read_only},
+                   {"openWorldHint", text_of(entry, "lane") == "net"}}}};
+    const bool has_output_schema =
+        entry.contains("output_schema") && entry["output_schema"].is_object();
+    if (has_output_schema) tool["outputSchema"] = entry["output_schema"];
+    published.push_back({name, std::move(tool), has_output_schema});
+  }
+  for (const std::string& wanted : only) {
+    const bool found = std::any_of(published.begin(), published.end(),
+                                   [&](const PublishedTool& tool) { return tool.name == wanted; });
+    if (!found) {
+      std::string names;
+      for (const json& entry : catalog_tools) {
+        if (!entry.is_object() || !entry.value("enabled", true) || !entry.value("callable", true))
+          continue;
+        names += (names.empty() ? "" : ", ") + text_of(entry, "name");
+      }
+      return make_error(errc::invalid_arguments,
+                        "--tools names '" + wanted + "', which looprd does not offer",
+                        "tools you can name: " + names);
+    }
+  }
+  return published;
+}
+
+json tool_result(const json& outcome) {
+  const bool ok = outcome.value("ok", false);
+  const json output = outcome.contains("output") ? outcome["output"] : json(nullptr);
+  json meta = {{"call_id", text_of(outcome, "call_id")},
+               {"lane", text_of(outcome, "lane")},
+               {"status", text_of(outcome, "status")}};
+  if (outcome.contains("duration_ms")) meta["duration_ms"] = outcome["duration_ms"];
+  json result;
+  if (ok) {
+    std::string text = output.is_string()
+                           ? output.get<std::string>()
+                           : output.dump(-1, ' ', false, json::error_handler_t::replace);
+    result = {{"content", text_content(std::move(text))}, {"isError", false}};
+    if (output.is_object()) result["structuredContent"] = output;
+  } else {
+    const json error = outcome.contains("error") && outcome["error"].is_object() ? outcome["error"]
+                                                                                 : json::object();
+    std::string text = text_of(outcome, "tool") + " " + text_of(outcome, "status");
+    if (const std::string code = text_of(error, "code"); !code.empty()) text += " (" + code + ")";
+    const std::string message = text_of(error, "message");
+    text += ": " + (message.empty() ? std::string("the call did not succeed") : message);
+    if (const std::string hint = text_of(error, "hint"); !hint.empty()) text += "\nhint: " + hint;
+    if (!output.is_null()) {
+      text += "\noutput: " + (output.is_string()
+                                  ? output.get<std::string>()
+                                  : output.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    result = {{"content", text_content(std::move(text))}, {"isError", true}};
+  }
+  result["_meta"] = {{"loopr/call", std::move(meta)}};
+  return result;
+}
+
+json error_result(const std::string& message, const std::string& hint) {
+  std::string text = message;
+  if (!hint.empty()) text += "\nhint: " + hint;
+  return {{"content", text_content(std::move(text))}, {"isError", true}};
+}
+
+}  // namespace loopr::mcp
