@@ -33,6 +33,9 @@ packages=(
   curl netcat-openbsd python3
   # the official JSON-Schema-Test-Suite, for the ToolRouter's schema validator
   json-schema-test-suite
+  # the Debian package (scripts/check-package.sh): cpack's dpkg-shlibdeps,
+  # lintian, and systemd-analyze to verify the units offline
+  dpkg-dev lintian systemd
 )
 # npm, for scripts/install-test-npm.sh (the MCP SDK, the conformance suite and
 # the Node 22 they run on); a node already on PATH with its npm is kept.
