@@ -63,23 +63,28 @@ DaemonHarness::~DaemonHarness() {
   if (pid_ > 0) stop(SIGTERM);
 }
 
-void DaemonHarness::start() {
-  const std::string notify_path = tree_.path("notify.sock");
-  ::unlink(notify_path.c_str());
-  UniqueFd notify = bind_datagram(notify_path);
-  ASSERT_TRUE(notify);
-
+void DaemonHarness::spawn(const std::string& notify_path) {
   std::vector<std::string> args = {bin_path("looprd"), "--foreground", "--socket",    socket_path_,
                                    "--config-dir",     config_dir_,    "--state-dir", state_dir_,
                                    "--log-level",      "debug"};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  const bool activated = activation_fd_ >= 0;
+  if (activated && listen_pid_.empty()) {
+    // LISTEN_PID must be looprd's own pid: sh learns it ($$) and execs looprd in place.
+    args.insert(args.begin(), {"/bin/sh", "-c", "export LISTEN_PID=$$; exec \"$0\" \"$@\""});
+  }
   std::vector<char*> argv;
   for (auto& arg : args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_strings = {"NOTIFY_SOCKET=" + notify_path};
+  if (activated) {
+    env_strings.push_back("LISTEN_FDS=" + listen_fds_);
+    if (!listen_pid_.empty()) env_strings.push_back("LISTEN_PID=" + listen_pid_);
+  }
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).starts_with("NOTIFY_SOCKET=")) continue;
+    const std::string_view entry(*e);
+    if (entry.starts_with("NOTIFY_SOCKET=") || entry.starts_with("LISTEN_")) continue;
     env_strings.emplace_back(*e);
   }
   std::vector<char*> envp;
@@ -87,15 +92,35 @@ void DaemonHarness::start() {
     envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  // dup2 onto fd 3 clears FD_CLOEXEC only when the fd is not already 3.
+  UniqueFd moved;
+  int activation_fd = activation_fd_;
+  if (activation_fd == 3) {
+    moved.reset(::fcntl(activation_fd, F_DUPFD_CLOEXEC, 10));
+    activation_fd = moved.get();
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0600);
   posix_spawn_file_actions_adddup2(&actions, 2, 1);
+  if (activated) posix_spawn_file_actions_adddup2(&actions, activation_fd, 3);
   const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  ASSERT_EQ(rc, 0) << "cannot start " << argv[0];
+  if (rc != 0) {
+    pid_ = -1;
+    ADD_FAILURE() << "cannot start " << argv[0];
+  }
+}
+
+void DaemonHarness::start() {
+  const std::string notify_path = tree_.path("notify.sock");
+  ::unlink(notify_path.c_str());
+  UniqueFd notify = bind_datagram(notify_path);
+  ASSERT_TRUE(notify);
+  spawn(notify_path);
+  ASSERT_GT(pid_, 0);
 
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
@@ -116,6 +141,36 @@ void DaemonHarness::start() {
     }
   }
   FAIL() << "looprd did not report READY=1 within 30 s:\n" << log();
+}
+
+int DaemonHarness::start_expecting_refusal() {
+  const std::string notify_path = tree_.path("notify.sock");
+  ::unlink(notify_path.c_str());
+  UniqueFd notify = bind_datagram(notify_path);
+  if (!notify) return -1;
+  spawn(notify_path);
+  if (pid_ <= 0) return -1;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    pollfd p{notify.get(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    if (p.revents & POLLIN) {
+      char buffer[256];
+      const ssize_t n = ::recv(notify.get(), buffer, sizeof buffer, 0);
+      if (n > 0 && std::string_view(buffer, static_cast<std::size_t>(n)).find("READY=1") !=
+                       std::string_view::npos) {
+        ADD_FAILURE() << "looprd started (READY=1) where it should have refused:\n" << log();
+        return stop(SIGTERM);
+      }
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return status;
+    }
+  }
+  ADD_FAILURE() << "looprd neither refused nor started within 30 s:\n" << log();
+  return stop(SIGKILL);
 }
 
 std::optional<int> DaemonHarness::wait_exit(std::chrono::milliseconds wait) {

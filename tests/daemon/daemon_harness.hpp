@@ -35,6 +35,9 @@ class DaemonHarness {
 
   // Starts looprd and waits (bounded) for READY=1; fails the test otherwise.
   void start();
+  // Starts looprd expecting it to refuse to start: returns its exit status
+  // (fails the test if it reports READY=1 or runs past 30 s).
+  int start_expecting_refusal();
   // Sends `signal` and waits for the exit status (bounded: SIGKILL after 20 s).
   int stop(int signal = 15);
   // Waits for looprd to exit by itself; nullopt if it did not within `wait`.
@@ -50,6 +53,15 @@ class DaemonHarness {
                       std::optional<std::string> loop_id = std::nullopt) const;
 
   pid_t pid() const { return pid_; }
+  // Socket activation played as systemd does it, for the next start():
+  // `fd` becomes looprd's fd 3, with LISTEN_FDS=listen_fds and
+  // LISTEN_PID=listen_pid, or looprd's own pid when listen_pid is empty (set
+  // by `sh -c 'export LISTEN_PID=$$; exec looprd ...'`, which keeps the pid).
+  void activate_with(int fd, std::string listen_fds = "1", std::string listen_pid = "") {
+    activation_fd_ = fd;
+    listen_fds_ = std::move(listen_fds);
+    listen_pid_ = std::move(listen_pid);
+  }
   TempTree& tree() { return tree_; }
   const std::string& socket_path() const { return socket_path_; }
   const std::string& config_dir() const { return config_dir_; }
@@ -63,6 +75,11 @@ class DaemonHarness {
   TempTree tree_;
   std::string config_dir_, state_dir_, socket_path_, root_, worktree_, log_path_;
   pid_t pid_ = -1;
+  int activation_fd_ = -1;
+  std::string listen_fds_, listen_pid_;
+
+  // Spawns looprd with `notify_path` as its NOTIFY_SOCKET.
+  void spawn(const std::string& notify_path);
 };
 
 // A raw connection: bytes out, lines in.
