@@ -19,6 +19,13 @@ if(TARGET loopr_daemon)
   target_link_libraries(web_search_daemon_test PRIVATE loopr_daemon_harness)
   add_dependencies(web_search_daemon_test looprd loopr-runner loopr-tool loopr-fetch)
 
+  # The catalog's output schemas against real outputs of every tool that has
+  # one (issue 14: MCP clients check results against them).
+  loopr_add_test(output_schema_test output_schema_test.cpp)
+  target_link_libraries(output_schema_test PRIVATE loopr_daemon_harness loopr_json_schema
+                                                   loopr_config)
+  add_dependencies(output_schema_test looprd loopr-runner loopr-tool loopr-fetch)
+
   # Loops end to end: the real looprd, lane runners, git and the scripted
   # provider, including restarts after SIGKILL.
   loopr_add_test(loop_integration_test loop_integration_test.cpp loop_crash_test.cpp
