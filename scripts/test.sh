@@ -80,6 +80,17 @@ if [ "$(id -u)" -eq 0 ]; then
   fi
 fi
 
+# The .deb from that same build: lintian, a clean root, apt install and purge
+# (scripts/check-package.sh; it needs root to install, as CI runs).
+if [ "$(id -u)" -eq 0 ]; then
+  stage "Debian package"
+  if ./scripts/check-package.sh build; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
 if ! $quick; then
   stage "build under ASan+UBSan"
   # Debug (-O0): the sanitizers find the same bugs, and it compiles in about
