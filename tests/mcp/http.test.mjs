@@ -66,7 +66,8 @@ describe("looprctl mcp --http", () => {
   let token;
 
   before(async () => {
-    daemon = await Looprd.start();
+    daemon = await Looprd.start({ extraToml:
+      "[commands]\nbuild = \"for i in 1 2 3; do echo http line $i; sleep 0.3; done\"\n" });
     server = await startHttp(daemon);
     token = fs.readFileSync(server.tokenFile, "utf8").trim();
   });
@@ -102,6 +103,44 @@ describe("looprctl mcp --http", () => {
       await transport.terminateSession().catch(() => {});
       await client.close();
     }
+  });
+
+  it("streams a call's progress over SSE to the SDK client", async () => {
+    const transport = new sdk.StreamableHTTPClientTransport(new URL(server.url),
+      { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+    const client = new sdk.Client({ name: "loopr-mcp-tests", version: "1" });
+    await client.connect(transport);
+    try {
+      const progress = [];
+      const result = await client.callTool({ name: "build", arguments: {} }, undefined,
+        { onprogress: (p) => progress.push(p) });
+      assert.equal(result.isError, false, resultText(result));
+      assert.match(result.structuredContent.stdout, /http line 3/);
+      assert.ok(progress.length >= 2, JSON.stringify(progress));
+      assert.match(progress.map((p) => p.message ?? "").join(""), /http line 1/);
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+  });
+
+  it("negotiates the protocol version: a known one is kept, an unknown one gets the newest", async () => {
+    const old = await request(server.port, { headers: good(),
+      body: { ...initialize, params: { ...initialize.params, protocolVersion: "2024-11-05" } } });
+    assert.equal(old.status, 200, old.body);
+    assert.equal(JSON.parse(old.body).result.protocolVersion, "2024-11-05");
+    const unknown = await request(server.port, { headers: good(),
+      body: { ...initialize, params: { ...initialize.params, protocolVersion: "1999-01-01" } } });
+    assert.equal(unknown.status, 200, unknown.body);
+    assert.equal(JSON.parse(unknown.body).result.protocolVersion, "2025-11-25");
+  });
+
+  it("refuses an MCP-Protocol-Version header it does not speak with 400", async () => {
+    const init = await request(server.port, { headers: good(), body: initialize });
+    const headers = { ...good(), "Mcp-Session-Id": init.headers["mcp-session-id"],
+      "Mcp-Protocol-Version": "1999-01-01" };
+    const res = await request(server.port, { headers, body: { jsonrpc: "2.0", id: 2, method: "ping" } });
+    assert.equal(res.status, 400, res.body);
   });
 
   it("accepts a raw initialize with the token and a loopback Host and Origin", async () => {
