@@ -63,8 +63,9 @@ cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" >/dev/null
 cmake --build build
 stage "npm packages for the MCP tests"
 # The MCP SDK, the conformance suite and a Node 22, into build/npm (pinned;
-# quick when present). tests/mcp and scripts/run-mcp-conformance.sh use them.
-./scripts/install-test-npm.sh build
+# quick when present). tests/mcp and scripts/run-mcp-conformance.sh use them;
+# without them those tests fail, saying so, and the others still run.
+./scripts/install-test-npm.sh build || echo "== npm packages missing: the mcp tests will fail"
 stage "tests"
 run_ctest build "tests"
 
@@ -98,7 +99,7 @@ if ! $quick; then
   cmake -S . -B build-asan -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_SANITIZE=ON \
         -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan
-  ./scripts/install-test-npm.sh build-asan
+  ./scripts/install-test-npm.sh build-asan || echo "== npm packages missing: the mcp tests will fail"
   stage "tests under sanitizers"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_ctest build-asan "tests under sanitizers"
