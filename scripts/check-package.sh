@@ -132,6 +132,29 @@ if ! XDG_RUNTIME_DIR=$work/xdg systemd-analyze --user verify --man=no \
   fail "systemd-analyze verify rejects the installed units"
 fi
 say "systemd-analyze --user verify: ok"
+# Socket activation by systemd's own code (systemd-socket-activate, as
+# looprd.socket would): it listens, and on the first looprctl call starts the
+# installed looprd with the socket as fd 3; looprctl gets its answer.
+act=$work/activation
+mkdir -m 0700 "$act" "$act/run" "$act/config" "$act/state" "$act/work"
+printf '[sandbox]\nworktree_roots = ["%s"]\n' "$act/work" >"$act/config/loopr.toml"
+timeout 60 systemd-socket-activate -l "$act/run/looprd.sock" \
+  /usr/bin/looprd --foreground --config-dir "$act/config" --state-dir "$act/state" \
+  >"$act/looprd.log" 2>&1 &
+activator=$!
+for _ in $(seq 100); do [ -S "$act/run/looprd.sock" ] && break; sleep 0.05; done
+looprctl_args=(--socket "$act/run/looprd.sock" --config-dir "$act/config" --state-dir "$act/state")
+if ! status=$(timeout 30 /usr/bin/looprctl "${looprctl_args[@]}" daemon status 2>&1) ||
+  ! grep -q "is running on $act/run/looprd.sock" <<<"$status" ||
+  ! grep -q "socket activation: serving $act/run/looprd.sock" "$act/looprd.log"; then
+  echo "$status" >&2
+  cat "$act/looprd.log" >&2
+  kill "$activator" 2>/dev/null || true
+  fail "looprd socket-activated by systemd-socket-activate did not answer looprctl"
+fi
+timeout 30 /usr/bin/looprctl "${looprctl_args[@]}" daemon stop >/dev/null 2>&1 || kill "$activator" 2>/dev/null || true
+wait "$activator" || true
+say "socket activation (systemd-socket-activate, installed looprd and looprctl): ok"
 files=$(dpkg -L loopr)
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq loopr >"$work/apt.log" 2>&1 ||
   { cat "$work/apt.log" >&2; fail "apt-get purge failed"; }
