@@ -201,6 +201,22 @@ describe("looprctl mcp --http", () => {
     assert.equal(after.status, 404, after.body);
   });
 
+  it("answers malformed requests with 4xx and a JSON-RPC error", async () => {
+    const ping = { jsonrpc: "2.0", id: 7, method: "ping" };
+    const noSession = await request(server.port, { headers: good(), body: ping });
+    assert.equal(noSession.status, 400, noSession.body);
+    assert.match(JSON.parse(noSession.body).error.message, /Mcp-Session-Id/);
+    const unknown = await request(server.port, { headers: { ...good(), "Mcp-Session-Id": "no-such-session" }, body: ping });
+    assert.equal(unknown.status, 404, unknown.body);
+    const session = (await request(server.port, { headers: good(), body: initialize })).headers["mcp-session-id"];
+    const batch = await request(server.port, { headers: { ...good(), "Mcp-Session-Id": session }, body: [ping] });
+    assert.equal(batch.status, 400, batch.body);
+    assert.equal(JSON.parse(batch.body).error.code, -32600);
+    const garbage = await request(server.port, { headers: { ...good(), "Mcp-Session-Id": session }, body: "{not json" });
+    assert.equal(garbage.status, 400, garbage.body);
+    assert.equal(JSON.parse(garbage.body).error.code, -32700);
+  });
+
   it("refuses to listen on an address other than loopback", () => {
     const r = spawnSync(looprctlPath, daemon.mcpArgs("--worktree", daemon.repo, "--http", "0.0.0.0:0"),
       { encoding: "utf8", timeout: 30000 });
