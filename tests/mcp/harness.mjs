@@ -120,7 +120,14 @@ export class ControlConnection {
 //   root/state, root/run/looprd.sock, root/looprd.log
 //   root/work/repo           a git repository with README.md, one commit
 export class Looprd {
-  static async start({ extraToml = "", catalogToml = "" } = {}) {
+  static async start(options = {}) {
+    const d = Looprd.prepare(options);
+    await d.spawn();
+    return d;
+  }
+
+  // The tree alone, no looprd yet (for a looprctl that starts its own).
+  static prepare({ extraToml = "", catalogToml = "" } = {}) {
     const d = new Looprd();
     d.root = fs.mkdtempSync(path.join(os.tmpdir(), "loopr-mcp-"));
     d.configDir = path.join(d.root, "config");
@@ -147,7 +154,11 @@ export class Looprd {
     git("add", "README.md");
     git("-c", "user.name=loopr tests", "-c", "user.email=tests@loopr.invalid",
       "commit", "-q", "-m", "first");
+    return d;
+  }
 
+  async spawn() {
+    const d = this;
     const log = fs.openSync(d.logPath, "a");
     const env = { ...process.env };
     delete env.NOTIFY_SOCKET;
@@ -168,7 +179,6 @@ export class Looprd {
         return false;
       }
     }, "looprd to answer on its socket", 30);
-    return d;
   }
 
   log() {
@@ -201,7 +211,18 @@ export class Looprd {
   }
 
   async stop() {
-    if (this.process && !this.exited) {
+    if (!this.process) {
+      // A looprd some looprctl started: shut it down over the socket.
+      await this.control("daemon.shutdown").catch(() => {});
+      await waitFor(async () => {
+        try {
+          (await ControlConnection.open(this.socket)).close();
+          return false;
+        } catch {
+          return true;
+        }
+      }, "looprd to shut down", 30).catch(() => {});
+    } else if (!this.exited) {
       this.process.kill("SIGTERM");
       await waitFor(() => this.exited, "looprd to stop", 30).catch(() => this.process.kill("SIGKILL"));
     }

@@ -191,3 +191,30 @@ describe("looprctl mcp over stdio: tools", () => {
     }
   });
 });
+
+describe("looprctl mcp without a looprd", () => {
+  let daemon;
+
+  before(() => {
+    daemon = Looprd.prepare();
+  });
+
+  after(async () => {
+    await daemon?.stop();
+  });
+
+  it("starts looprd, as looprctl daemon start does, and serves through it", async () => {
+    const client = await connectStdio(sdk, daemon, { args: ["--worktree", daemon.repo] });
+    try {
+      const result = await client.callTool({ name: "read_file", arguments: { path: "README.md" } });
+      assert.equal(result.isError, false, resultText(result));
+      assert.match(result.structuredContent.content, /# sample/);
+      const pong = await daemon.control("ping");
+      assert.equal(pong.pong, true);
+    } finally {
+      await client.close();
+    }
+    // looprd outlives the MCP session, as a daemon does.
+    assert.equal((await daemon.control("ping")).pong, true);
+  });
+});
