@@ -91,7 +91,10 @@ expected="/usr/bin/loopr-fetch
 /usr/share/doc/loopr/changelog.gz
 /usr/share/doc/loopr/copyright
 /usr/share/doc/loopr/loopr.example.toml
-/usr/share/lintian/overrides/loopr"
+/usr/share/lintian/overrides/loopr
+/usr/share/man/man1/loopr-tui.1.gz
+/usr/share/man/man1/looprctl.1.gz
+/usr/share/man/man1/looprd.1.gz"
 actual=$(cd "$root" && find . -type f -o -type l | sed 's|^\.||' | LC_ALL=C sort)
 if [ "$actual" != "$expected" ]; then
   diff <(echo "$expected") <(echo "$actual") >&2 || true
