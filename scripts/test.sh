@@ -58,8 +58,19 @@ run_ctest() {  # run_ctest BUILD_DIR LABEL
   return 0
 }
 
+# CI's build-time choices (bench/README.md, "CI build time"): no debug info in
+# the normal build (nothing in CI reads it; the package is stripped), line
+# tables under the sanitizers (all their stack traces need), gold links.
+# Elsewhere the build types' defaults stay (passed empty, so a cached CI
+# choice does not stick).
+debug_level="" asan_debug_level="" linker=""
+if [ "${CI:-}" = "true" ]; then
+  debug_level=0 asan_debug_level=1 linker=gold
+fi
+
 stage "build (warnings as errors: $werror)"
-cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" >/dev/null
+cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_DEBUG_LEVEL="$debug_level" \
+      -DLOOPR_LINKER="$linker" >/dev/null
 cmake --build build
 stage "npm packages for the MCP tests"
 # The MCP SDK, the conformance suite and a Node 22, into build/npm (pinned;
@@ -97,7 +108,8 @@ if ! $quick; then
   # Debug (-O0): the sanitizers find the same bugs, and it compiles in about
   # half the time of an optimized build on CI's two cores.
   cmake -S . -B build-asan -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_SANITIZE=ON \
-        -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF >/dev/null
+        -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF \
+        -DLOOPR_DEBUG_LEVEL="$asan_debug_level" -DLOOPR_LINKER="$linker" >/dev/null
   cmake --build build-asan
   ./scripts/install-test-npm.sh build-asan || echo "== npm packages missing: the mcp tests will fail"
   stage "tests under sanitizers"
