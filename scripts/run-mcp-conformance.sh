@@ -117,6 +117,10 @@ for scenario in "${scenarios[@]}"; do
     sed 's/^/        /' "$report/$scenario.log"
   fi
 done
+if [[ $failed -gt 0 ]]; then
+  echo "looprctl mcp --http's log (last 40 lines):"
+  tail -n 40 "$report/mcp-server.log" | sed 's/^/        /'
+fi
 echo "report: $report"
 echo "conformance: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
