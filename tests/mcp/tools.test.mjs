@@ -52,7 +52,15 @@ describe("looprctl mcp over stdio: tools", () => {
       const entry = catalog.find((t) => t.name === tool.name);
       assert.deepEqual(tool.inputSchema, entry.input_schema, `${tool.name}'s inputSchema`);
       assert.ok(tool.description, `${tool.name} has no description`);
-      if (tool.outputSchema) assert.equal(tool.outputSchema.type, "object", tool.name);
+      // outputSchema: the catalog's output_schema, for the tools that have one.
+      if (entry.output_schema) {
+        assert.deepEqual(tool.outputSchema, entry.output_schema, `${tool.name}'s outputSchema`);
+      } else {
+        assert.equal(tool.outputSchema, undefined, `${tool.name} has an outputSchema`);
+      }
+    }
+    for (const name of fileTools) {
+      assert.ok(tools.find((t) => t.name === name).outputSchema, `${name} has no outputSchema`);
     }
   });
 
