@@ -463,9 +463,12 @@ void McpSession::ask_client_to_approve(Call& call, const json& approval) {
              [this, id, outbox = call.outbox](const Message* response) {
                if (response == nullptr || !response->result.is_object()) return;
                const std::string action = text_of(response->result, "action");
-               const json content = response->result.value("content", json::object());
+               // The client's answer is untrusted: only a boolean true approves.
+               const auto content = response->result.find("content");
+               const bool approve = content != response->result.end() && content->is_object() &&
+                                    content->contains("approve") && (*content)["approve"] == true;
                Result<json> decided = json();
-               if (action == "accept" && content.value("approve", false) == true) {
+               if (action == "accept" && approve) {
                  decided = link_.request("approval.approve", {{"id", id}});
                } else if (action == "accept" || action == "decline") {
                  decided = link_.request("approval.deny",
