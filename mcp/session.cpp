@@ -322,6 +322,13 @@ void McpSession::start_call(const Message& message, const std::shared_ptr<Outbox
     calls_.push_back(call);
     call->thread = std::thread([this, call, params] {
       json response = run_call(*call, call->request_id, params);
+      // The call stops counting (in-flight cap, request id) before its
+      // response goes out: the client may call again as soon as it reads it.
+      // A cancellation from now on finds no call and changes nothing.
+      {
+        std::lock_guard session_lock(mutex_);
+        calls_by_id_.erase(id_key(call->request_id));
+      }
       bool cancelled;
       {
         std::lock_guard call_lock(call->mutex);
@@ -330,10 +337,6 @@ void McpSession::start_call(const Message& message, const std::shared_ptr<Outbox
       // A cancelled request gets no response (spec: "Cancellation").
       if (!cancelled && !response.is_null()) call->outbox->send(response);
       call->outbox->finish();
-      {
-        std::lock_guard session_lock(mutex_);
-        calls_by_id_.erase(id_key(call->request_id));
-      }
       call->finished = true;
     });
   }
