@@ -76,7 +76,9 @@ git -C "$tree/work/repo" init -q
 echo "conformance" >"$tree/work/repo/README.md"
 common=(--socket "$tree/run/looprd.sock" --config-dir "$tree/config" --state-dir "$tree/state")
 
-env -u NOTIFY_SOCKET "$build/bin/looprd" --foreground "${common[@]}" >"$report/looprd.log" 2>&1 &
+# Each in a session of its own (setsid): what they signal stays theirs.
+setsid env -u NOTIFY_SOCKET "$build/bin/looprd" --foreground "${common[@]}" \
+  >"$report/looprd.log" 2>&1 &
 looprd_pid=$!
 for _ in $(seq 1 300); do
   "$build/bin/looprctl" "${common[@]}" daemon status >/dev/null 2>&1 && break
@@ -84,7 +86,8 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-"$build/bin/looprctl" "${common[@]}" mcp --worktree "$tree/work/repo" \
+: >"$report/mcp-server.log"
+setsid "$build/bin/looprctl" "${common[@]}" mcp --worktree "$tree/work/repo" \
   --http 127.0.0.1:0 --insecure-no-token 2>"$report/mcp-server.log" &
 mcp_pid=$!
 url=""
