@@ -67,7 +67,8 @@ describe("looprctl mcp --http", () => {
 
   before(async () => {
     daemon = await Looprd.start({ extraToml:
-      "[commands]\nbuild = \"for i in 1 2 3; do echo http line $i; sleep 0.3; done\"\n" });
+      "[commands]\nbuild = \"for i in 1 2 3; do echo http line $i; sleep 0.3; done\"\n" +
+      "test = \"echo started; while :; do date +%s%N >> ticks; sleep 0.1; done\"\n" });
     server = await startHttp(daemon);
     token = fs.readFileSync(server.tokenFile, "utf8").trim();
   });
@@ -119,6 +120,31 @@ describe("looprctl mcp --http", () => {
       assert.ok(progress.length >= 2, JSON.stringify(progress));
       assert.match(progress.map((p) => p.message ?? "").join(""), /http line 1/);
     } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+  });
+
+  it("cancels a call when the SDK client aborts it (notifications/cancelled over POST)", async () => {
+    const watcher = await daemon.watchEvents();
+    const transport = new sdk.StreamableHTTPClientTransport(new URL(server.url),
+      { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+    const client = new sdk.Client({ name: "loopr-mcp-tests", version: "1" });
+    await client.connect(transport);
+    try {
+      const controller = new AbortController();
+      const pending = client.callTool({ name: "test", arguments: {} }, undefined, { signal: controller.signal });
+      pending.catch(() => {});
+      const started = await waitFor(() => watcher.events.find(
+        (e) => e.event === "tool.started" && e.data.tool === "test"), "the test command to start");
+      controller.abort("the test cancels it");
+      await assert.rejects(pending);
+      const finished = await waitFor(() => watcher.events.find(
+        (e) => e.event === "tool.finished" && e.data.call_id === started.data.call_id),
+      "looprd to finish the cancelled call");
+      assert.equal(finished.data.status, "cancelled", JSON.stringify(finished.data));
+    } finally {
+      watcher.connection.close();
       await transport.terminateSession().catch(() => {});
       await client.close();
     }

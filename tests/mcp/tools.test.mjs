@@ -171,6 +171,19 @@ describe("looprctl mcp over stdio: tools", () => {
       (err) => err.code === sdk.types.ErrorCode.InvalidParams);
   });
 
+  it("runs concurrent calls and answers each under its own request id", async () => {
+    const paths = ["README.md", "src/new.txt", "README.md", "src/new.txt"];
+    const results = await Promise.all([
+      ...paths.map((p) => client.callTool({ name: "read_file", arguments: { path: p } })),
+      client.callTool({ name: "grep", arguments: { pattern: "alpha" } }),
+    ]);
+    paths.forEach((p, i) => {
+      assert.equal(results[i].isError, false, resultText(results[i]));
+      assert.equal(results[i].structuredContent.path, p);
+    });
+    assert.match(results[4].structuredContent.content, /README\.md:2:alpha/);
+  });
+
   it("answers ping with an empty result", async () => {
     assert.deepEqual(await client.ping(), {});
   });
