@@ -3,11 +3,12 @@
 // effect on disk, failing calls as isError results with loopr's message and
 // hint, read-before-edit, protocol errors, ping.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import { connectStdio, Looprd, loadSdk, resultText } from "./harness.mjs";
+import { connectStdio, Looprd, loadSdk, looprctlPath, resultText, waitFor } from "./harness.mjs";
 
 const sdk = loadSdk();
 const fileTools = ["read_file", "write_file", "edit_file", "file_delete", "list_directory", "glob", "grep"];
@@ -210,6 +211,45 @@ describe("looprctl mcp over stdio: tools", () => {
     } finally {
       await here.close();
     }
+  });
+});
+
+describe("looprctl mcp over stdio: raw lines", () => {
+  let daemon;
+
+  before(async () => {
+    daemon = await Looprd.start();
+  });
+
+  after(async () => {
+    await daemon?.stop();
+  });
+
+  it("answers a line that is not JSON with -32700, prints only JSON-RPC on stdout and goes on", async () => {
+    const child = spawn(looprctlPath, daemon.mcpArgs("--worktree", daemon.repo), { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => { out += chunk; });
+    const lines = () => out.split("\n").filter((l) => l.trim());
+    try {
+      child.stdin.write("{this is not json\n");
+      await waitFor(() => lines().length >= 1, "an answer to the bad line");
+      const parseError = JSON.parse(lines()[0]);
+      assert.equal(parseError.error.code, -32700);
+      assert.equal(parseError.id, null);
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: {
+        protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }) + "\n");
+      await waitFor(() => lines().length >= 2, "the initialize answer");
+      const init = JSON.parse(lines()[1]);
+      assert.equal(init.id, 1);
+      assert.equal(init.result.protocolVersion, "2025-06-18");
+      for (const line of lines()) assert.equal(JSON.parse(line).jsonrpc, "2.0", line);
+    } finally {
+      child.stdin.end();
+      await waitFor(() => child.exitCode !== null || child.signalCode !== null, "looprctl mcp to exit at EOF", 20)
+        .catch(() => child.kill("SIGKILL"));
+    }
+    assert.equal(child.exitCode, 0, "looprctl mcp did not exit 0 at the end of its input");
   });
 });
 
