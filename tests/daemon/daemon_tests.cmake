@@ -10,7 +10,9 @@ if(TARGET loopr_daemon)
   target_link_libraries(loopr_daemon_harness PUBLIC loopr_test_support loopr_client loopr_proto)
   loopr_target_options(loopr_daemon_harness)
 
-  loopr_add_test(daemon_integration_test daemon_integration_test.cpp daemon_hardening_test.cpp)
+  # mcp_protocol_test.cpp: what looprctl mcp relies on (own_calls, session, callable).
+  loopr_add_test(daemon_integration_test daemon_integration_test.cpp daemon_hardening_test.cpp
+                 mcp_protocol_test.cpp)
   target_link_libraries(daemon_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(daemon_integration_test looprd loopr-runner loopr-tool)
 
