@@ -273,5 +273,21 @@ TEST_F(Http, ASessionRunningACallIsNotEvicted) {
   EXPECT_EQ(ping(busy), 200);
 }
 
+TEST_F(Http, StopEndsEverySessionCancellingItsCallsEvenWhileOneStreams) {
+  start();
+  const std::string session = new_session();
+  auto answer = std::async(std::launch::async, [&] {
+    return post(client_request(9, "tools/call",
+                               {{"name", "run_command"}, {"arguments", {{"command", "make"}}}}),
+                headers(session));
+  });
+  auto fake = link_.wait_for_call(0);
+  ASSERT_TRUE(fake);
+  server_->stop();
+  EXPECT_TRUE(served_.get());  // returns although the call's stream was open
+  EXPECT_TRUE(fake->aborted());
+  answer.get();  // the stream ended with the server (no response: the call was cancelled)
+}
+
 }  // namespace
 }  // namespace loopr::mcp::test
