@@ -8,7 +8,7 @@
 # Usage (as root): scripts/run-unprivileged-tests.sh [BUILD_DIR] [gtest args...]
 #   BUILD_DIR defaults to build; the binaries must be built already
 #   (runner_test daemon_integration_test loop_integration_test loop_provider_test
-#   plan_integration_test disk_full_test memory_daemon_test looprd looprctl
+#   plan_integration_test disk_full_test memory_daemon_test output_schema_test looprd looprctl
 #   loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
@@ -24,7 +24,7 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
-  plan_integration_test disk_full_test memory_daemon_test looprd looprctl
+  plan_integration_test disk_full_test memory_daemon_test output_schema_test looprd looprctl
   loopr-runner loopr-tool loopr-fetch loopr-attack-probe)
 
 fail() {
@@ -101,4 +101,9 @@ as_user "$work/bin/disk_full_test" "$@" || status=1
 # same database are never reached).
 echo "== memory_daemon_test as $user (uid $uid)"
 as_user "$work/bin/memory_daemon_test" "$@" || status=1
+
+# Each tool's real output against its published output schema, from a looprd
+# whose lanes are built from the user's own namespaces.
+echo "== output_schema_test as $user (uid $uid)"
+as_user "$work/bin/output_schema_test" "$@" || status=1
 exit "$status"
