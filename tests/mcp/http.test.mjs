@@ -150,6 +150,33 @@ describe("looprctl mcp --http", () => {
     }
   });
 
+  it("keeps a session whose call is running when new sessions push out the idle ones", async () => {
+    const watcher = await daemon.watchEvents();
+    const transport = new sdk.StreamableHTTPClientTransport(new URL(server.url),
+      { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+    const client = new sdk.Client({ name: "loopr-mcp-tests", version: "1" });
+    await client.connect(transport);
+    try {
+      const controller = new AbortController();
+      const pending = client.callTool({ name: "test", arguments: {} }, undefined, { signal: controller.signal });
+      pending.catch(() => {});
+      await waitFor(() => watcher.events.find((e) => e.event === "tool.started" && e.data.tool === "test"),
+        "the test command to start");
+      // More new sessions than the server keeps (32): the idlest idle ones go.
+      for (let i = 0; i < 40; ++i) {
+        const res = await request(server.port, { headers: good(), body: initialize });
+        assert.equal(res.status, 200, res.body);
+      }
+      assert.deepEqual(await client.ping(), {}, "the busy session was ended");
+      controller.abort("done");
+      await assert.rejects(pending);
+    } finally {
+      watcher.connection.close();
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+  });
+
   it("negotiates the protocol version: a known one is kept, an unknown one gets the newest", async () => {
     const old = await request(server.port, { headers: good(),
       body: { ...initialize, params: { ...initialize.params, protocolVersion: "2024-11-05" } } });

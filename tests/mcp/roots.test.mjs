@@ -54,6 +54,29 @@ describe("looprctl mcp over stdio: roots", () => {
     }
   });
 
+  it("asks for the roots again after notifications/roots/list_changed", async () => {
+    const other = path.join(daemon.work, "other");
+    fs.mkdirSync(other, { recursive: true });
+    fs.writeFileSync(path.join(other, "only-here.txt"), "other\n");
+    let roots = [{ uri: pathToFileURL(daemon.repo).href, name: "repo" }];
+    const client = await connectStdio(sdk, daemon, {
+      cwd: daemon.root,
+      capabilities: { roots: { listChanged: true } },
+      setup: (c) => c.setRequestHandler(sdk.types.ListRootsRequestSchema, async () => ({ roots })),
+    });
+    try {
+      const first = await client.callTool({ name: "read_file", arguments: { path: "README.md" } });
+      assert.equal(first.isError, false, resultText(first));
+      roots = [{ uri: pathToFileURL(other).href, name: "other" }];
+      await client.sendRootsListChanged();
+      const second = await client.callTool({ name: "read_file", arguments: { path: "only-here.txt" } });
+      assert.equal(second.isError, false, resultText(second));
+      assert.equal(second.structuredContent.content, "     1|other\n");
+    } finally {
+      await client.close();
+    }
+  });
+
   it("a root outside worktree_roots makes tool calls fail with isError saying so", async () => {
     const elsewhere = path.join(daemon.root, "elsewhere");
     fs.mkdirSync(elsewhere, { recursive: true });
