@@ -140,6 +140,7 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   });
 
   McpOptions mcp;
+  mcp.server_version = LOOPR_VERSION;
   auto* mcp_cmd = app.add_subcommand(
       "mcp", "serve loopr's tools to an MCP host (Claude Code, Codex, ...) on stdio, or --http");
   mcp_cmd->add_option("--worktree", mcp.worktree,

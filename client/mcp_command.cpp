@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -22,10 +24,6 @@
 #include "mcp/session.hpp"
 #include "mcp/stdio_server.hpp"
 #include "mcp/tool_listing.hpp"
-
-#ifndef LOOPR_VERSION
-#define LOOPR_VERSION "0.0.0"
-#endif
 
 namespace loopr::client {
 
@@ -152,13 +150,20 @@ int serve_http(const CommandContext& context, const McpOptions& options, McpDaem
   if (!token_file.empty()) context.err << "loopr mcp: token in " << token_file << '\n';
   context.err.flush();
   mcp::HttpServer* raw = server->get();
-  std::thread watcher([raw, stop_signals] {
+  std::atomic<bool> served_out{false};
+  std::thread watcher([raw, stop_signals, &served_out] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
-    raw->stop();
+    // A stop() before serve() listens is lost: repeat it until serve() returns.
+    while (!served_out) {
+      raw->stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   });
   const bool served = (*server)->serve();
-  // Wake the watcher if the server ended by itself.
+  served_out = true;
+  // Wake the watcher if the server ended by itself (a signal already taken
+  // stays pending, blocked, and dies with the process).
   ::kill(::getpid(), SIGTERM);
   watcher.join();
   return served ? 0 : to_int(ExitStatus::call_failed);
@@ -179,7 +184,7 @@ int run_mcp(const CommandContext& context, const McpOptions& options) {
   }
   session.tools = split_tools(options.tools);
   session.elicit_approvals = options.elicit_approvals;
-  session.server_version = LOOPR_VERSION;
+  session.server_version = options.server_version;
   session.scope = session_scope();
 
   // Nothing but MCP may reach stdout: daemon start reports on stderr.

@@ -18,6 +18,7 @@ struct McpOptions {
   std::string http;        // HOST:PORT; empty: stdio
   std::string token_file;  // --http: where the bearer token is written
   bool insecure_no_token = false;
+  std::string server_version;  // serverInfo.version: looprctl's own
 };
 
 int run_mcp(const CommandContext& context, const McpOptions& options);

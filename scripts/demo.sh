@@ -14,7 +14,9 @@
 # from the command line, and loopr carries it out through specs, phases and
 # code loops, each in its own worktree, merged up into the plan's branch;
 # the tree, the branch's log and diff are shown, the plan is merged into
-# main, and the daemon stops.
+# main. Last, `looprctl mcp --http` serves the same tools to an MCP client
+# (initialize, tools/list, a grep, a request without the token refused), and
+# the daemon stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -218,6 +220,40 @@ git -C "$planned" log --oneline main
 show ctl plan merge "$plan_id"
 git -C "$planned" log --oneline -n 3 main
 (cd "$planned" && sh tests/sub.sh && sh examples.sh)
+
+step "any MCP host: looprctl mcp serves these tools (stdio for claude mcp add; here Streamable HTTP with its token)"
+mcp_log=$base/mcp.log
+"$bin/looprctl" mcp --worktree "$repo" --http 127.0.0.1:0 2>"$mcp_log" &
+mcp_pid=$!
+mcp_url=""
+for _ in $(seq 1 100); do
+  mcp_url=$(sed -n 's/^loopr mcp: listening on //p' "$mcp_log")
+  [ -n "$mcp_url" ] && break
+  sleep 0.1
+done
+[ -n "$mcp_url" ] || { cat "$mcp_log"; exit 1; }
+cat "$mcp_log"
+mcp_token=$(cat "$LOOPR_STATE_DIR/mcp-http.token")
+mcp_session=""
+mcp_post() {  # mcp_post JSON: one JSON-RPC message; prints the body, headers in $base/mcp.headers
+  curl -sS -D "$base/mcp.headers" -H "Authorization: Bearer $mcp_token" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    ${mcp_session:+-H "Mcp-Session-Id: $mcp_session"} --data "$1" "$mcp_url"
+}
+mcp_post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' |
+  python3 -c 'import json, sys; r = json.load(sys.stdin)["result"]; print("-- initialize:", r["serverInfo"]["name"], r["serverInfo"]["version"], "speaking MCP", r["protocolVersion"])'
+mcp_session=$(sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *//p' "$base/mcp.headers" | tr -d '\r')
+mcp_post '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+mcp_post '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' |
+  python3 -c 'import json, sys; print("-- tools/list:", ", ".join(t["name"] for t in json.load(sys.stdin)["result"]["tools"]))'
+echo "-- tools/call grep {pattern: \"printf\"}, answered as a server-sent event stream:"
+mcp_post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"grep","arguments":{"pattern":"printf"}}}' |
+  sed -n 's/^data: //p' | tail -n 1 |
+  python3 -c 'import json, sys; r = json.load(sys.stdin)["result"]; print("   isError:", r["isError"]); print("  ", json.dumps(r["structuredContent"])[:300])'
+echo "-- the same request without the token is refused: HTTP $(curl -s -o /dev/null -w '%{http_code}' \
+  -H 'Content-Type: application/json' --data '{"jsonrpc":"2.0","id":4,"method":"ping"}' "$mcp_url")"
+kill "$mcp_pid"
+wait "$mcp_pid" || true
 
 step "metrics"
 ctl metrics

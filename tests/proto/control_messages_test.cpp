@@ -142,18 +142,21 @@ TEST(ControlParams, InitializeRoundTripsAndRefusesBadFields) {
 }
 
 TEST(ControlParams, ToolCall) {
-  const ToolCallParams full{"read_file", {{"path", "a"}}, "/w", "loop-1", 5000};
+  const ToolCallParams full{"read_file", {{"path", "a"}}, "/w", "loop-1", 5000, "mcp-7"};
   EXPECT_EQ(*parse_tool_call_params(to_json(full)), full);
+  EXPECT_EQ(to_json(full)["session"], "mcp-7");
   const auto minimal = parse_tool_call_params(json{{"tool", "glob"}, {"worktree", "/w"}});
   ASSERT_TRUE(minimal.ok());
   EXPECT_EQ(minimal->args, json::object());
   EXPECT_FALSE(minimal->loop_id.has_value());
   EXPECT_FALSE(minimal->timeout_ms.has_value());
+  EXPECT_FALSE(minimal->session.has_value());
   for (const json& bad :
        {json{{"worktree", "/w"}}, json{{"tool", "t"}}, json{{"tool", "t"}, {"worktree", 1}},
         json{{"tool", "t"}, {"worktree", "/w"}, {"args", json::array()}},
         json{{"tool", "t"}, {"worktree", "/w"}, {"timeout_ms", -1}},
-        json{{"tool", "t"}, {"worktree", "/w"}, {"loop_id", 3}}}) {
+        json{{"tool", "t"}, {"worktree", "/w"}, {"loop_id", 3}},
+        json{{"tool", "t"}, {"worktree", "/w"}, {"session", std::string(129, 's')}}}) {
     const auto r = parse_tool_call_params(bad);
     ASSERT_FALSE(r.ok()) << bad.dump();
     EXPECT_EQ(control_error_from(r.error()).code, -32602);
@@ -166,9 +169,13 @@ TEST(ControlParams, ApprovalDecisionAndSubscribe) {
   EXPECT_FALSE(parse_approval_decision_params(json::object()).ok());
   EXPECT_FALSE(parse_approval_decision_params(json{{"id", "a"}, {"reason", 1}}).ok());
 
-  const SubscribeParams some{{"tool.output", "loop.updated"}, std::nullopt};
+  const SubscribeParams some{{"tool.output", "loop.updated"}, std::nullopt, false};
   EXPECT_EQ(*parse_subscribe_params(to_json(some)), some);
-  const SubscribeParams one_loop{{"loop"}, "c7"};
+  EXPECT_FALSE(to_json(some).contains("own_calls"));
+  const SubscribeParams own{{"tool"}, std::nullopt, true};
+  EXPECT_EQ(*parse_subscribe_params(to_json(own)), own);
+  EXPECT_FALSE(parse_subscribe_params(json{{"own_calls", "yes"}}).ok());
+  const SubscribeParams one_loop{{"loop"}, "c7", false};
   EXPECT_EQ(*parse_subscribe_params(to_json(one_loop)), one_loop);
   EXPECT_FALSE(parse_subscribe_params(json{{"loop_id", 7}}).ok());
   EXPECT_TRUE(parse_subscribe_params(json::object())->topics.empty());
