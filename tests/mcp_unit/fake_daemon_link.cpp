@@ -128,6 +128,16 @@ void FakeDaemonLink::set_catalog(json tools) {
   catalog_ = std::move(tools);
 }
 
+void FakeDaemonLink::finish_all_calls() {
+  std::vector<std::shared_ptr<FakeCall>> calls;
+  {
+    std::lock_guard lock(mutex_);
+    calls = calls_;
+  }
+  for (const auto& call : calls)
+    call->finish({{"ok", false}, {"status", "cancelled"}});
+}
+
 void FakeDaemonLink::finish_calls_at_once(json outcome) {
   std::lock_guard lock(mutex_);
   immediate_outcome_ = std::move(outcome);

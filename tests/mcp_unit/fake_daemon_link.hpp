@@ -77,6 +77,9 @@ class FakeDaemonLink final : public DaemonLink {
 
   // looprd's tool.list `tools`.
   void set_catalog(nlohmann::json tools);
+  // Ends every call still open (status cancelled), so that a session whose
+  // cancellation is broken fails its test instead of hanging it.
+  void finish_all_calls();
   // Calls that finish at once with `outcome` instead of waiting for the test.
   void finish_calls_at_once(nlohmann::json outcome);
 

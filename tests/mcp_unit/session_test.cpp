@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 
 #include "tests/mcp_unit/fake_daemon_link.hpp"
@@ -59,6 +60,7 @@ class Session : public ::testing::Test {
     return outbox;
   }
   void TearDown() override {
+    link_.finish_all_calls();  // changes nothing unless a test failed
     if (session_) session_->close();
   }
 
@@ -524,7 +526,11 @@ TEST_F(Session, CloseCancelsRunningCallsAndJoinsTheirThreads) {
   auto second = link_.wait_for_call(1);
   ASSERT_TRUE(second);
   second->emit("tool.started", {{"call_id", "c-named"}});
-  session_->close();  // returns only once both threads ended
+  auto closing = std::async(std::launch::async, [&] { session_->close(); });
+  EXPECT_TRUE(first->wait_aborted());
+  EXPECT_TRUE(link_.wait_for_request("tool.cancel"));
+  link_.finish_all_calls();  // changes nothing unless close() did not end them
+  closing.get();             // close() returns only once both threads ended
   EXPECT_EQ(session_->calls_in_flight(), 0u);
   EXPECT_TRUE(unnamed->finished());
   EXPECT_TRUE(named->finished());
