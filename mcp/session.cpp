@@ -214,23 +214,24 @@ json McpSession::list_tools(const json& id) {
                           json{{"hint", published.error().hint}});
   }
   json list = json::array();
-  for (const PublishedTool& tool : *published)
+  for (const PublishedTool& tool : **published)
     list.push_back(tool.tool);
   return result_response(id, {{"tools", std::move(list)}});
 }
 
-Result<std::vector<PublishedTool>> McpSession::tools() {
+Result<McpSession::ToolList> McpSession::tools() {
   {
     std::lock_guard lock(mutex_);
-    if (tools_) return *tools_;
+    if (tools_) return tools_;
   }
   auto listed = link_.request("tool.list", json::object());
   if (!listed) return std::move(listed).error();
   auto published = publish_tools(listed->value("tools", json()), options_.tools);
-  if (!published) return published;
+  if (!published) return std::move(published).error();
+  auto shared = std::make_shared<const std::vector<PublishedTool>>(std::move(*published));
   std::lock_guard lock(mutex_);
-  tools_ = *published;
-  return published;
+  tools_ = shared;
+  return shared;
 }
 
 void McpSession::handle_notification(const Message& message) {
@@ -357,11 +358,12 @@ json McpSession::run_call(Call& call, const json& id, const json& params) {
   }
   auto published = tools();
   if (!published) return tool_error_response(id, published.error());
-  const bool known = std::any_of(published->begin(), published->end(),
+  const std::vector<PublishedTool>& offered = **published;
+  const bool known = std::any_of(offered.begin(), offered.end(),
                                  [&](const PublishedTool& tool) { return tool.name == name; });
   if (!known) {
     std::string names;
-    for (const PublishedTool& tool : *published)
+    for (const PublishedTool& tool : offered)
       names += (names.empty() ? "" : ", ") + tool.name;
     return error_response(id, rpc_code::invalid_params, "Unknown tool: " + name,
                           json{{"hint", "tools: " + names}});

@@ -123,7 +123,9 @@ class McpSession {
   void cancel(Call& call);
   void reap_finished_calls();
 
-  Result<std::vector<PublishedTool>> tools();
+  // The published tools, read from looprd once and shared (never copied per call).
+  using ToolList = std::shared_ptr<const std::vector<PublishedTool>>;
+  Result<ToolList> tools();
   Result<std::string> worktree_for(Call& call);
   Result<std::string> client_root(Call& call);
 
@@ -143,7 +145,7 @@ class McpSession {
   nlohmann::json client_capabilities_ = nlohmann::json::object();
   int min_log_level_ = 1;  // index into the syslog levels: info
   std::shared_ptr<Outbox> notifications_;
-  std::optional<std::vector<PublishedTool>> tools_;
+  ToolList tools_;
   std::optional<std::string> root_;                 // the client's root, once asked
   std::map<std::string, ResponseHandler> pending_;  // id_key → handler
   std::uint64_t next_request_ = 1;
