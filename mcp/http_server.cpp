@@ -4,6 +4,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -15,6 +16,7 @@
 #include <utility>
 
 #include "mcp/json_rpc.hpp"
+#include "proto/json_bounded.hpp"
 
 namespace loopr::mcp {
 
@@ -29,6 +31,9 @@ constexpr std::size_t kMaxBodyBytes = std::size_t{16} * 1024 * 1024;
 // that, further ones are dropped (responses and requests never are).
 constexpr std::size_t kMaxQueuedNotifications = 4096;
 constexpr std::size_t kHttpThreads = 48;
+// Tool calls answered at once across sessions: the rest of the workers stay
+// free for answers to the server's requests, cancellations and pings.
+constexpr std::size_t kMaxCallsHeld = kHttpThreads - 16;
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -141,6 +146,10 @@ struct HttpServer::State {
   std::shared_ptr<SessionEntry> find(const std::string& id);
   // A new session and its id; nullptr when every slot is busy.
   std::pair<std::string, std::shared_ptr<SessionEntry>> create();
+  // Ends every session (cancelling their calls, so no worker stays blocked).
+  void close_sessions();
+  // Tool calls being answered: each holds a worker thread until it ends.
+  std::atomic<std::size_t> calls_held{0};
 };
 
 bool HttpServer::State::check(const httplib::Request& request, httplib::Response& response) {
@@ -190,34 +199,53 @@ std::shared_ptr<SessionEntry> HttpServer::State::find(const std::string& id) {
 
 std::pair<std::string, std::shared_ptr<SessionEntry>> HttpServer::State::create() {
   std::shared_ptr<SessionEntry> evicted;
-  std::lock_guard lock(mutex);
-  if (sessions.size() >= options.max_sessions) {
-    auto idlest = sessions.end();
-    for (auto it = sessions.begin(); it != sessions.end(); ++it) {
-      if (it->second->session->calls_in_flight() != 0) continue;
-      if (idlest == sessions.end() || it->second->last_used < idlest->second->last_used)
-        idlest = it;
-    }
-    if (idlest == sessions.end()) return {"", nullptr};
-    evicted = std::move(idlest->second);  // closed outside the lock, below
-    sessions.erase(idlest);
-  }
   auto entry = std::make_shared<SessionEntry>();
-  entry->session = options.new_session();
   std::string id = random_hex(16);
-  sessions[id] = entry;
+  {
+    std::lock_guard lock(mutex);
+    if (sessions.size() >= options.max_sessions) {
+      auto idlest = sessions.end();
+      for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+        if (it->second->session->calls_in_flight() != 0) continue;
+        if (idlest == sessions.end() || it->second->last_used < idlest->second->last_used)
+          idlest = it;
+      }
+      if (idlest == sessions.end()) return {"", nullptr};
+      evicted = std::move(idlest->second);
+      sessions.erase(idlest);
+    }
+    entry->session = options.new_session();
+    sessions[id] = entry;
+  }
+  // Closed, not only forgotten: a request that found it just before may not
+  // start a call on it that nobody could cancel.
+  if (evicted) evicted->session->close();
   return {id, entry};
 }
 
+void HttpServer::State::close_sessions() {
+  std::map<std::string, std::shared_ptr<SessionEntry>> ended;
+  {
+    std::lock_guard lock(mutex);
+    ended.swap(sessions);
+  }
+  for (auto& [id, entry] : ended)
+    entry->session->close();
+}
+
 void HttpServer::State::post(const httplib::Request& request, httplib::Response& response) {
-  const json value = json::parse(request.body, nullptr, false);
-  if (value.is_discarded()) {
+  // Bounded: a hostile nesting depth would overflow the stack when the
+  // message is copied, killing every session.
+  auto parsed = proto::parse_json_bounded(request.body);
+  if (!parsed) {
     response.status = 400;
     response.set_content(
-        encode(error_response(nullptr, rpc_code::parse_error, "the request body is not JSON")),
+        encode(error_response(nullptr, rpc_code::parse_error,
+                              "the request body is not JSON: " + parsed.error().message)),
         "application/json");
     return;
   }
+  const json value = std::move(*parsed);
   const Message message = classify(value);
   std::shared_ptr<SessionEntry> entry;
   std::string session_id = request.get_header_value("Mcp-Session-Id");
@@ -242,6 +270,23 @@ void HttpServer::State::post(const httplib::Request& request, httplib::Response&
       return;
     }
   }
+  // Each tools/call holds a worker until it ends; keep workers free for the
+  // requests that answer, approve or cancel the calls.
+  std::shared_ptr<void> held;
+  if (message.kind == MessageKind::request && message.method == "tools/call") {
+    if (calls_held.fetch_add(1) >= kMaxCallsHeld) {
+      --calls_held;
+      response.status = 200;
+      response.set_content(
+          encode(error_response(message.id, rpc_code::internal_error,
+                                "loopr's MCP HTTP server runs at most " +
+                                    std::to_string(kMaxCallsHeld) + " tool calls at once",
+                                json{{"hint", "wait for a call to finish, then call again"}})),
+          "application/json");
+      return;
+    }
+    held = std::shared_ptr<void>(nullptr, [this](void*) { --calls_held; });
+  }
   auto outbox = std::make_shared<HttpOutbox>();
   entry->session->handle(value, outbox);
   if (starts_session) response.set_header("Mcp-Session-Id", session_id);
@@ -256,7 +301,7 @@ void HttpServer::State::post(const httplib::Request& request, httplib::Response&
     response.status = 200;
     response.set_header("Cache-Control", "no-cache");
     response.set_chunked_content_provider(
-        "text/event-stream", [outbox, entry](std::size_t, httplib::DataSink& sink) {
+        "text/event-stream", [outbox, entry, held](std::size_t, httplib::DataSink& sink) {
           if (auto next = outbox->next(std::chrono::milliseconds(500))) {
             const std::string event = "event: message\ndata: " + encode(*next) + "\n\n";
             return sink.write(event.data(), event.size());
@@ -374,18 +419,14 @@ std::string HttpServer::url() const {
 
 bool HttpServer::serve() {
   const bool listened = state_->server.listen_after_bind();
-  std::map<std::string, std::shared_ptr<SessionEntry>> sessions;
-  {
-    std::lock_guard lock(state_->mutex);
-    sessions.swap(state_->sessions);
-  }
-  for (auto& [id, entry] : sessions)
-    entry->session->close();
+  state_->close_sessions();
   return listened;
 }
 
 void HttpServer::stop() {
   state_->server.stop();
+  // The server returns only once its workers do: end the calls they wait on.
+  state_->close_sessions();
 }
 
 }  // namespace loopr::mcp

@@ -413,6 +413,7 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
     std::uint64_t progress;
     {
       std::lock_guard lock(call.mutex);
+      if (call.cancelled) return;  // the client no longer follows this call
       progress = ++call.progress;
     }
     call.outbox->send(notification(

@@ -241,6 +241,21 @@ TEST_F(Http, AToolCallWithoutAnEventStreamIsAnsweredAsJson) {
   EXPECT_EQ(json::parse(response->body)["result"]["structuredContent"]["n"], 1);
 }
 
+TEST_F(Http, AHostileNestingDepthIsABadRequestAndTheServerGoesOn) {
+  start();
+  const std::string session = new_session();
+  // 200,000 nested arrays as the id: copying that message recursively would
+  // overflow the stack of the worker and kill every session.
+  const std::string deep =
+      "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":" + std::string(200000, '[') +
+      std::string(200000, ']') + "}";
+  auto response = client().Post("/mcp", headers(session), deep, "application/json");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 400);
+  EXPECT_EQ(json::parse(response->body)["error"]["code"], -32700);
+  EXPECT_EQ(ping(session), 200);
+}
+
 TEST_F(Http, ANewSessionBeyondTheCapEndsTheIdlestIdleOne) {
   start(2);
   const std::string first = new_session();
