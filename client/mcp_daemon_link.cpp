@@ -23,10 +23,12 @@ Result<std::shared_ptr<ControlClient>> McpDaemonLink::take() {
   auto opened = ControlClient::open(socket_path_, timeouts_);
   if (!opened) return std::move(opened).error();
   auto client = std::make_shared<ControlClient>(std::move(*opened));
-  auto subscribed =
-      client->call("events.subscribe",
-                   {{"topics", json::array({"tool.started", "tool.output", "approval.requested"})},
-                    {"own_calls", true}});
+  // Not tool.started: a frame and a wake-up more per call, only to learn a
+  // call id that cancelling does without (McpSession::cancel closes the
+  // connection of a call looprd has not named, and looprd cancels it).
+  auto subscribed = client->call(
+      "events.subscribe",
+      {{"topics", json::array({"tool.output", "approval.requested"})}, {"own_calls", true}});
   if (!subscribed) return std::move(subscribed).error();
   return client;
 }

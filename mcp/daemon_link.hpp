@@ -13,7 +13,7 @@
 
 namespace loopr::mcp {
 
-// A pushed looprd event: tool.started, tool.output, approval.requested, ...
+// A pushed looprd event: tool.output, approval.requested, ...
 struct DaemonEvent {
   std::string name;
   nlohmann::json data;

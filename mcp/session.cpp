@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 #include "common/utf8.hpp"
@@ -267,26 +268,7 @@ void McpSession::handle_response(const Message& message) {
   handler(&message);
 }
 
-void McpSession::reap_finished_calls() {
-  std::list<std::shared_ptr<Call>> done;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto it = calls_.begin(); it != calls_.end();) {
-      if ((*it)->finished) {
-        done.push_back(std::move(*it));
-        it = calls_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (auto& call : done) {
-    if (call->thread.joinable()) call->thread.join();
-  }
-}
-
 void McpSession::start_call(const Message& message, const std::shared_ptr<Outbox>& outbox) {
-  reap_finished_calls();
   auto call = std::make_shared<Call>();
   call->request_id = message.id;
   call->outbox = outbox;
@@ -320,26 +302,40 @@ void McpSession::start_call(const Message& message, const std::shared_ptr<Outbox
       return;
     }
     calls_by_id_[key] = call;
-    calls_.push_back(call);
-    call->thread = std::thread([this, call, params] {
-      json response = run_call(*call, call->request_id, params);
-      // The call stops counting (in-flight cap, request id) before its
-      // response goes out: the client may call again as soon as it reads it.
-      // A cancellation from now on finds no call and changes nothing.
-      {
-        std::lock_guard session_lock(mutex_);
-        calls_by_id_.erase(id_key(call->request_id));
-      }
-      bool cancelled;
-      {
-        std::lock_guard call_lock(call->mutex);
-        cancelled = call->cancelled;
-      }
-      // A cancelled request gets no response (spec: "Cancellation").
-      if (!cancelled && !response.is_null()) call->outbox->send(response);
-      call->outbox->finish();
-      call->finished = true;
-    });
+  }
+  auto task = [this, call, params] {
+    json response = run_call(*call, call->request_id, params);
+    // The call stops counting (in-flight cap, request id) before its
+    // response goes out: the client may call again as soon as it reads it.
+    // A cancellation from now on finds no call and changes nothing.
+    {
+      std::lock_guard session_lock(mutex_);
+      calls_by_id_.erase(id_key(call->request_id));
+    }
+    bool cancelled;
+    {
+      std::lock_guard call_lock(call->mutex);
+      cancelled = call->cancelled;
+    }
+    // A cancelled request gets no response (spec: "Cancellation").
+    if (!cancelled && !response.is_null()) call->outbox->send(response);
+    call->outbox->finish();
+  };
+  bool started = false;
+  std::string why = "the MCP session is closing";
+  try {
+    started = call_threads_.run(std::move(task));
+  } catch (const std::system_error& error) {
+    why = std::string("looprctl mcp cannot start a thread for the call: ") + error.what();
+  }
+  if (!started) {
+    {
+      std::lock_guard lock(mutex_);
+      calls_by_id_.erase(id_key(call->request_id));
+    }
+    outbox->send(error_response(message.id, rpc_code::internal_error, why,
+                                json{{"hint", "wait for a call to finish, then call again"}}));
+    outbox->finish();
   }
 }
 
@@ -397,8 +393,7 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
   bool cancel_now = false;
   {
     std::lock_guard lock(call.mutex);
-    if (call.call_id.empty() && !call_id.empty() &&
-        (event.name == "tool.started" || event.name == "approval.requested")) {
+    if (call.call_id.empty() && !call_id.empty()) {
       call.call_id = call_id;
       cancel_now = call.cancelled;
     }
@@ -606,14 +601,7 @@ void McpSession::close() {
     handler(nullptr);
   for (auto& call : running)
     cancel(*call);
-  std::list<std::shared_ptr<Call>> all;
-  {
-    std::lock_guard lock(mutex_);
-    all.swap(calls_);
-  }
-  for (auto& call : all) {
-    if (call->thread.joinable()) call->thread.join();
-  }
+  call_threads_.stop();
 }
 
 }  // namespace loopr::mcp

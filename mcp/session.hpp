@@ -9,9 +9,9 @@
 //    nothing more follows on it. Session-wide log lines go to the outbox set
 //    by set_notification_outbox() (none: dropped).
 //  - handle() answers initialize, ping, logging/setLevel and tools/list before
-//    it returns; tools/call runs on a thread of its own (at most
-//    max_calls_in_flight at once) so that pings, cancellations and answers to
-//    the server's own requests keep flowing while tools run.
+//    it returns; tools/call runs on a thread of its own (call_threads.hpp; at
+//    most max_calls_in_flight at once) so that pings, cancellations and
+//    answers to the server's own requests keep flowing while tools run.
 //  - tools/call goes to looprd's tool.call (lanes, sandbox, schema checks,
 //    read-before-edit under one scope for the whole session, approvals,
 //    output caps and the store all apply). An unknown tool or malformed
@@ -31,11 +31,9 @@
 // Thread-safe: transports may call handle() from several threads.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <future>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,9 +41,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "mcp/call_threads.hpp"
 #include "mcp/daemon_link.hpp"
 #include "mcp/json_rpc.hpp"
 #include "mcp/tool_listing.hpp"
@@ -102,8 +100,6 @@ class McpSession {
     std::string call_id;  // looprd's, once an event named it
     bool cancelled = false;
     std::uint64_t progress = 0;
-    std::thread thread;
-    std::atomic<bool> finished{false};
   };
   using ResponseHandler = std::function<void(const Message* response)>;
 
@@ -121,7 +117,6 @@ class McpSession {
   void on_daemon_event(Call& call, const DaemonEvent& event);
   void ask_client_to_approve(Call& call, const nlohmann::json& approval);
   void cancel(Call& call);
-  void reap_finished_calls();
 
   // The published tools, read from looprd once and shared (never copied per call).
   using ToolList = std::shared_ptr<const std::vector<PublishedTool>>;
@@ -149,8 +144,9 @@ class McpSession {
   std::optional<std::string> root_;                 // the client's root, once asked
   std::map<std::string, ResponseHandler> pending_;  // id_key → handler
   std::uint64_t next_request_ = 1;
-  std::list<std::shared_ptr<Call>> calls_;
   std::map<std::string, std::shared_ptr<Call>> calls_by_id_;  // id_key(request id) → call
+  // Last member: destroyed (stopped, joined) first, while the rest is alive.
+  CallThreads call_threads_;
 };
 
 }  // namespace loopr::mcp

@@ -8,7 +8,7 @@ using json = nlohmann::json;
 
 void FakeCall::emit(const std::string& name, json data) {
   std::unique_lock lock(mutex_);
-  if ((name == "tool.started" || name == "approval.requested") && data.contains("call_id")) {
+  if (data.contains("call_id")) {
     call_id_ = data["call_id"];
   }
   events_.push_back(DaemonEvent{name, std::move(data)});

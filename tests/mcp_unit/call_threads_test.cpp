@@ -1,0 +1,131 @@
+// mcp/call_threads.hpp: tasks start at once even while others block, threads
+// are reused, at most max_idle wait and only for idle_for, and stop() waits
+// for running tasks and refuses new ones.
+#include "mcp/call_threads.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace loopr::mcp {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A gate tasks wait at until the test opens it.
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return open_; });
+  }
+  bool wait_for_waiters(int count) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, 10s, [&] { return waiting_ >= count; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 1000; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+TEST(CallThreads, ATaskStartsAtOnceWhileOthersBlock) {
+  CallThreads threads(/*max_idle=*/1);
+  Gate gate;
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(threads.run([&] { gate.wait(); }));
+  // Five tasks wait at the gate together: none was queued behind another.
+  EXPECT_TRUE(gate.wait_for_waiters(5));
+  EXPECT_EQ(threads.threads(), 5u);
+  gate.open();
+  threads.stop();
+}
+
+TEST(CallThreads, AFinishedThreadRunsTheNextTask) {
+  CallThreads threads(/*max_idle=*/2);
+  std::mutex mutex;
+  std::set<std::thread::id> ran_on;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 20; ++i) {
+    // The previous task ran and its thread waits again (it stops counting as
+    // idle before it runs a task).
+    ASSERT_TRUE(eventually([&] { return ran == i && (i == 0 || threads.idle() == 1); }));
+    ASSERT_TRUE(threads.run([&] {
+      {
+        std::lock_guard lock(mutex);
+        ran_on.insert(std::this_thread::get_id());
+      }
+      ++ran;
+    }));
+  }
+  threads.stop();
+  EXPECT_EQ(ran_on.size(), 1u) << "each task after the first waited for an idle thread";
+}
+
+TEST(CallThreads, AtMostMaxIdleThreadsStayAndOnlyForIdleFor) {
+  CallThreads threads(/*max_idle=*/2, /*idle_for=*/200ms);
+  Gate gate;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(threads.run([&] { gate.wait(); }));
+  ASSERT_TRUE(gate.wait_for_waiters(4));
+  gate.open();
+  EXPECT_TRUE(eventually([&] { return threads.threads() == 2 && threads.idle() == 2; }))
+      << threads.threads() << " threads, " << threads.idle() << " idle";
+  EXPECT_TRUE(eventually([&] { return threads.threads() == 0; }))
+      << "idle threads did not end after idle_for";
+  // A task after they ended starts a new thread.
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(threads.run([&] { ran = true; }));
+  EXPECT_TRUE(eventually([&] { return ran.load(); }));
+}
+
+TEST(CallThreads, StopWaitsForRunningTasksAndRefusesNewOnes) {
+  CallThreads threads;
+  std::atomic<bool> finished{false};
+  ASSERT_TRUE(threads.run([&] {
+    std::this_thread::sleep_for(200ms);
+    finished = true;
+  }));
+  threads.stop();
+  EXPECT_TRUE(finished.load());
+  std::atomic<bool> ran{false};
+  EXPECT_FALSE(threads.run([&] { ran = true; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(ran.load());
+  EXPECT_EQ(threads.threads(), 0u);
+}
+
+TEST(CallThreads, StopEndsIdleThreadsAtOnce) {
+  CallThreads threads(/*max_idle=*/2, /*idle_for=*/std::chrono::hours(1));
+  ASSERT_TRUE(threads.run([] {}));
+  ASSERT_TRUE(eventually([&] { return threads.idle() == 1; }));
+  const auto before = std::chrono::steady_clock::now();
+  threads.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+  EXPECT_EQ(threads.threads(), 0u);
+}
+
+}  // namespace
+}  // namespace loopr::mcp
