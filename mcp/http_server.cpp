@@ -75,6 +75,10 @@ void refuse(httplib::Response& response, int status, const std::string& message)
 // The messages of one request, from the session to the HTTP response.
 class HttpOutbox final : public Outbox {
  public:
+  // `streams`: answered as an event stream, which carries the server's own
+  // requests; else only the response reaches the client.
+  explicit HttpOutbox(bool streams) : streams_(streams) {}
+  bool carries_requests() const override { return streams_; }
   void send(const json& message) override {
     std::lock_guard lock(mutex_);
     if (!message.contains("id") && queue_.size() >= kMaxQueuedNotifications) return;
@@ -114,6 +118,7 @@ class HttpOutbox final : public Outbox {
   }
 
  private:
+  const bool streams_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<json> queue_;
@@ -172,7 +177,10 @@ bool HttpServer::State::check(const httplib::Request& request, httplib::Response
     const bool bearer = authorization.size() > scheme.size() &&
                         lower(authorization.substr(0, scheme.size())) == scheme;
     if (!bearer || !constant_time_equal(authorization.substr(scheme.size()), options.token)) {
-      response.set_header("WWW-Authenticate", "Bearer");
+      // RFC 6750 §3: an error code only when a token came and was wrong.
+      response.set_header("WWW-Authenticate",
+                          bearer ? "Bearer realm=\"loopr mcp\", error=\"invalid_token\""
+                                 : "Bearer realm=\"loopr mcp\"");
       refuse(response, 401,
              "this server needs `Authorization: Bearer <token>`, the token looprctl mcp --http "
              "wrote to its token file");
@@ -287,16 +295,16 @@ void HttpServer::State::post(const httplib::Request& request, httplib::Response&
     }
     held = std::shared_ptr<void>(nullptr, [this](void*) { --calls_held; });
   }
-  auto outbox = std::make_shared<HttpOutbox>();
+  const bool streams =
+      message.kind == MessageKind::request && message.method == "tools/call" &&
+      lower(request.get_header_value("Accept")).find("text/event-stream") != std::string::npos;
+  auto outbox = std::make_shared<HttpOutbox>(streams);
   entry->session->handle(value, outbox);
   if (starts_session) response.set_header("Mcp-Session-Id", session_id);
   if (message.kind == MessageKind::notification || message.kind == MessageKind::response) {
     response.status = 202;
     return;
   }
-  const bool streams =
-      message.kind == MessageKind::request && message.method == "tools/call" &&
-      lower(request.get_header_value("Accept")).find("text/event-stream") != std::string::npos;
   if (streams) {
     response.status = 200;
     response.set_header("Cache-Control", "no-cache");
@@ -326,6 +334,10 @@ void HttpServer::State::post(const httplib::Request& request, httplib::Response&
 
 void HttpServer::State::remove(const httplib::Request& request, httplib::Response& response) {
   const std::string id = request.get_header_value("Mcp-Session-Id");
+  if (id.empty()) {
+    refuse(response, 400, "Mcp-Session-Id header missing: name the session to end");
+    return;
+  }
   std::shared_ptr<SessionEntry> entry;
   {
     std::lock_guard lock(mutex);

@@ -436,7 +436,8 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
     bool elicit;
     {
       std::lock_guard lock(mutex_);
-      elicit = options_.elicit_approvals && client_capabilities_.contains("elicitation");
+      elicit = options_.elicit_approvals && client_capabilities_.contains("elicitation") &&
+               call.outbox->carries_requests();
     }
     if (elicit) ask_client_to_approve(call, event.data);
   }
@@ -516,6 +517,13 @@ Result<std::string> McpSession::client_root(Call& call) {
   {
     std::lock_guard lock(mutex_);
     if (root_) return *root_;
+  }
+  if (!call.outbox->carries_requests()) {
+    return make_error(errc::invalid_arguments,
+                      "loopr needs the client's roots to pick the worktree, but this tools/call "
+                      "cannot carry a roots/list request (it does not accept text/event-stream)",
+                      "send `Accept: application/json, text/event-stream`, or start looprctl mcp "
+                      "with --worktree DIR");
   }
   auto answer = std::make_shared<std::promise<json>>();
   auto got = answer->get_future();

@@ -26,7 +26,8 @@
 //  - The worktree: options.worktree; else the client's first file:// root
 //    (roots/list, asked again after notifications/roots/list_changed); else
 //    the current directory. looprd refuses one outside [sandbox]
-//    worktree_roots, and the call's result says so.
+//    worktree_roots, and the call's result says so. A call whose outbox
+//    carries no requests fails at once instead of asking for roots.
 //  - close() cancels every running call and waits for their threads.
 // Thread-safe: transports may call handle() from several threads.
 #pragma once
@@ -63,6 +64,11 @@ class Outbox {
   virtual void send(const nlohmann::json& message) = 0;
   // The request this outbox served is answered or cancelled. Thread-safe.
   virtual void finish() {}
+  // False for an outbox that delivers only the response (an HTTP request
+  // answered as JSON, not as an event stream): the session asks the client
+  // nothing through it (roots/list, elicitation/create), since no answer
+  // could come.
+  virtual bool carries_requests() const { return true; }
 };
 
 struct SessionOptions {

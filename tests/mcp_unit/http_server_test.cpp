@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "tests/mcp_unit/fake_daemon_link.hpp"
@@ -26,13 +28,14 @@ json initialize_request(const json& id = 0) {
 
 class Http : public ::testing::Test {
  protected:
-  void start(std::size_t max_sessions = 8, std::string token = kToken) {
+  void start(std::size_t max_sessions = 8, std::string token = kToken,
+             std::optional<std::string> worktree = "/srv/repo") {
     HttpOptions options;
     options.token = std::move(token);
     options.max_sessions = max_sessions;
-    options.new_session = [this] {
+    options.new_session = [this, worktree] {
       SessionOptions session;
-      session.worktree = "/srv/repo";
+      session.worktree = worktree;
       return std::make_unique<McpSession>(link_, session);
     };
     auto bound = HttpServer::bind(std::move(options));
@@ -124,6 +127,11 @@ TEST_F(Http, DeleteEndsTheSession) {
   auto again = client().Delete("/mcp", headers(session));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 404);
+  auto unnamed = client().Delete("/mcp", headers());
+  ASSERT_TRUE(unnamed);
+  EXPECT_EQ(unnamed->status, 400);
+  EXPECT_NE(unnamed->body.find("Mcp-Session-Id header missing"), std::string::npos)
+      << unnamed->body;
 }
 
 TEST_F(Http, GetIsMethodNotAllowed) {
@@ -172,7 +180,12 @@ TEST_F(Http, ARequestWithoutTheTokenIsUnauthorized) {
     auto response = post(initialize_request(), with);
     ASSERT_TRUE(response);
     EXPECT_EQ(response->status, 401) << authorization;
-    EXPECT_EQ(response->get_header_value("WWW-Authenticate"), "Bearer") << authorization;
+    // RFC 6750 §3: invalid_token only when a bearer token came and was wrong.
+    const bool wrong_token = authorization.rfind("Bearer ", 0) == 0;
+    EXPECT_EQ(response->get_header_value("WWW-Authenticate"),
+              wrong_token ? "Bearer realm=\"loopr mcp\", error=\"invalid_token\""
+                          : "Bearer realm=\"loopr mcp\"")
+        << authorization;
     EXPECT_TRUE(response->get_header_value("Mcp-Session-Id").empty());
   }
 }
@@ -239,6 +252,32 @@ TEST_F(Http, AToolCallWithoutAnEventStreamIsAnsweredAsJson) {
   EXPECT_EQ(response->status, 200);
   EXPECT_EQ(response->get_header_value("Content-Type"), "application/json");
   EXPECT_EQ(json::parse(response->body)["result"]["structuredContent"]["n"], 1);
+}
+
+TEST_F(Http, AToolCallWithoutAnEventStreamCannotAskForRootsAndSaysSoAtOnce) {
+  start(8, kToken, /*worktree=*/std::nullopt);
+  auto initialized = post(client_request(0, "initialize",
+                                         {{"protocolVersion", "2025-11-25"},
+                                          {"capabilities", {{"roots", json::object()}}},
+                                          {"clientInfo", {{"name", "test"}, {"version", "1"}}}}),
+                          headers());
+  ASSERT_TRUE(initialized);
+  const std::string session = initialized->get_header_value("Mcp-Session-Id");
+  ASSERT_FALSE(session.empty());
+  const auto before = std::chrono::steady_clock::now();
+  auto response =
+      post(client_request(9, "tools/call", {{"name", "read_file"}, {"arguments", {{"path", "a"}}}}),
+           headers(session, "application/json"));
+  ASSERT_TRUE(response);
+  // Answered without waiting for a roots/list answer that could never come
+  // (the session waits 10 s for one).
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(5));
+  EXPECT_EQ(response->status, 200);
+  const json result = json::parse(response->body)["result"];
+  EXPECT_EQ(result["isError"], true);
+  EXPECT_NE(result.dump().find("text/event-stream"), std::string::npos) << result.dump();
+  EXPECT_NE(result.dump().find("--worktree"), std::string::npos) << result.dump();
+  EXPECT_EQ(link_.call_count(), 0u);
 }
 
 TEST_F(Http, AHostileNestingDepthIsABadRequestAndTheServerGoesOn) {
