@@ -2,9 +2,11 @@
 // file tools are served by one resident, confined `loopr-tool --serve` per
 // worktree, with results byte-identical to a process per call; timeouts,
 // cancels and deaths kill or replace the worker and say so.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,6 +104,15 @@ TEST(WarmWorker, ResultsAreByteIdenticalToAProcessPerCall) {
     for (int i = 0; i < 10'000; ++i)
       wide += std::string(1900, static_cast<char>('a' + i % 26)) + "\n";
     runner->tree().write("wt/wide.txt", wide);
+    // The same times in both trees: glob lists newest first, and two files
+    // written within one tick of the file system's clock tie (then go by
+    // path) in one tree but not in the other.
+    int age = 0;
+    for (const char* file : {"wt/src/main.c", "wt/src/util.c", "wt/notes.md", "wt/wide.txt"}) {
+      const timespec at{1'700'000'000 + 60 * age++, 0};
+      const timespec times[2] = {at, at};
+      ASSERT_EQ(::utimensat(AT_FDCWD, runner->tree().path(file).c_str(), times, 0), 0) << file;
+    }
   }
   const std::vector<std::pair<std::string, json>> calls = {
       {"read_file", {{"path", "src/main.c"}}},
