@@ -112,7 +112,8 @@ int serve_calls(std::string_view program, std::span<const ToolEntry> tools,
                     << (message ? "another message" : message.error().message) << "\n";
           return kExitLinkFailed;
         }
-        ToolOutput output = call_tool(program, tools, call->tool, worktree, call->args_json);
+        ToolOutput output = call_tool(program, tools, call->tool, worktree, call->args_json,
+                                      static_cast<std::size_t>(call->max_output_bytes));
         trim = call->args_json.size() + output.stdout_text.size() > kTrimAfterBytes ||
                walks_a_tree(call->tool);
         proto::WorkerReply reply{output.exit_code, std::move(output.stdout_text), false};

@@ -9,6 +9,9 @@
 #include <iostream>
 #include <string>
 
+#include "loopr-tool/job_facts.hpp"
+#include "loopr-tool/output_fit.hpp"
+
 namespace loopr::tool {
 namespace {
 
@@ -99,7 +102,7 @@ const ToolEntry* find(const Program& program, std::string_view name) {
 }
 
 ToolOutput call(const Program& program, std::string_view tool_name, const Worktree& worktree,
-                std::string_view input) {
+                std::string_view input, std::size_t max_output_bytes) {
   const ToolEntry* tool = find(program, tool_name);
   if (tool == nullptr) {
     return failure(usage_error(program, "unknown tool '" + std::string(tool_name) + "'"),
@@ -116,6 +119,7 @@ ToolOutput call(const Program& program, std::string_view tool_name, const Worktr
   }
   auto result = tool->run(worktree, args);
   if (!result) return failure(result.error(), kExitToolError);
+  fit_listing_to_output_cap(tool_name, *result, max_output_bytes);
   return {kExitSuccess, json_line(*result)};
 }
 
@@ -169,7 +173,8 @@ int run(const Program& program, int argc, char** argv) {
 
   auto input = read_stdin();
   if (!input) return fail(input.error(), kExitToolError);
-  const ToolOutput output = call(program, tool_name, *worktree, *input);
+  const ToolOutput output =
+      call(program, tool_name, *worktree, *input, job_max_output_bytes().value_or(0));
   print_text(output.stdout_text);
   return output.exit_code;
 }
@@ -177,10 +182,11 @@ int run(const Program& program, int argc, char** argv) {
 }  // namespace
 
 ToolOutput call_tool(std::string_view program_name, std::span<const ToolEntry> tools,
-                     std::string_view tool_name, const Worktree& worktree, std::string_view input) {
+                     std::string_view tool_name, const Worktree& worktree, std::string_view input,
+                     std::size_t max_output_bytes) {
   const Program program{program_name, tools};
   try {
-    return call(program, tool_name, worktree, input);
+    return call(program, tool_name, worktree, input, max_output_bytes);
   } catch (const std::exception& e) {
     return internal_failure(e);
   }

@@ -38,9 +38,12 @@ struct ToolOutput {
 // Runs `tool_name` on `input` (the arguments' JSON text) in `worktree`:
 // unknown tool -> exit 2 with a usage error object; arguments that are not
 // JSON or a tool error -> exit 1 with {"error": ...}; an exception -> exit 1
-// with an internal error. Never throws.
+// with an internal error. Never throws. A listing longer than
+// `max_output_bytes` (the job's cap; 0: none known) is cut to fit
+// (output_fit.hpp).
 ToolOutput call_tool(std::string_view program, std::span<const ToolEntry> tools,
-                     std::string_view tool_name, const Worktree& worktree, std::string_view input);
+                     std::string_view tool_name, const Worktree& worktree, std::string_view input,
+                     std::size_t max_output_bytes = 0);
 
 // The warm-worker front end, for binaries that offer one: serves calls for
 // `worktree` until its input ends; `filter_fd` (-1: none) holds a seccomp

@@ -300,9 +300,7 @@ TEST_F(OutputSchemaTest, FileTools) {
 }
 
 TEST_F(OutputSchemaTest, SearchTools) {
-  // Room for list_directory's 2000 entries, so that its truncated listing
-  // fits (under the default cap it fails as too_large instead).
-  ASSERT_NO_FATAL_FAILURE(start({}, "[tools.list_directory]\nmax_output_bytes = 400000\n"));
+  ASSERT_NO_FATAL_FAILURE(start());
   write("src/main.cpp", "int main() {\n  return 0;  // TODO\n}\n");
   write("src/util.cpp", "// TODO: more\nint util() { return 1; }\n");
   write("docs/readme.md", "nothing here\n");
@@ -319,8 +317,17 @@ TEST_F(OutputSchemaTest, SearchTools) {
   json top = call("list_directory", {});
   EXPECT_EQ(top["truncated"], false);
   call("list_directory", {{"path", "src"}, {"recursive", true}, {"max_depth", 2}});
+  // 2001 entries: past list_directory's own 2000 and, at ~65 bytes each, past
+  // its 100 kB output cap too: cut to fit that (loopr-tool/output_fit.hpp)
+  // instead of failing as too_large.
   json crowd = call("list_directory", {{"path", "crowd"}});
   EXPECT_EQ(crowd["truncated"], true);
+  EXPECT_GT(crowd["entries"].size(), 1000u);
+  EXPECT_LT(crowd["entries"].size(), 2000u);
+  EXPECT_LE(crowd.dump().size(), 100000u);
+  EXPECT_NE(crowd["hint"].get<std::string>().find("output limit of 100000 bytes"),
+            std::string::npos)
+      << crowd["hint"];
 
   // glob: matches, none (with its hint), binary files left out.
   EXPECT_EQ(call("glob", {{"pattern", "**/*.cpp"}})["count"], 2);
@@ -341,6 +348,19 @@ TEST_F(OutputSchemaTest, SearchTools) {
   EXPECT_EQ(call("grep", {{"pattern", "needle"}, {"output_mode", "count"}})["counts"][0]["count"],
             600);
   EXPECT_EQ(call("grep", {{"pattern", "needle"}, {"path", "many.txt"}})["truncated"], true);
+  // 100 matching lines of 1,900 bytes: under max_results, over the 100 kB
+  // cap: whole lines are cut to fit.
+  std::string wide;
+  for (int i = 0; i < 100; ++i)
+    wide += "wide " + std::to_string(i) + " " + std::string(1900, 'w') + "\n";
+  write("wide.txt", wide);
+  json wide_lines = call("grep", {{"pattern", "^wide"}, {"path", "wide.txt"}});
+  EXPECT_EQ(wide_lines["truncated"], true);
+  EXPECT_EQ(wide_lines["match_count"], 100);
+  const std::string cut = wide_lines["content"].get<std::string>();
+  EXPECT_GT(cut.size(), 50000u);
+  EXPECT_EQ(cut.rfind("wide.txt:1:wide 0 ", 0), 0u) << cut.substr(0, 80);
+  EXPECT_EQ(cut.substr(cut.size() - 11), std::string(10, 'w') + "\n");  // a whole line last
   EXPECT_TRUE(call("grep", {{"pattern", "TODO"}, {"path", "data.bin"}}).contains("hint"));
   // The symlink to src was skipped, not followed.
   EXPECT_GE(call("grep", {{"pattern", "main"}})["skipped_symlinks"], 1);
