@@ -3,7 +3,9 @@
 # package" stage (scripts/test.sh) does after the normal build:
 #   1. cpack -G DEB from BUILD_DIR (the install rules of packaging/);
 #   2. lintian on the .deb: any error fails (warnings are printed; those loopr
-#      accepts are overridden with a reason in packaging/lintian-overrides);
+#      accepts are overridden with a reason in packaging/lintian-overrides),
+#      and so does any hardening-* tag, info-level ones included (the build's
+#      LOOPR_HARDENING flags: fortify, bind-now, relro, PIE);
 #   3. the package unpacked into a clean, empty root: the files are exactly
 #      the expected ones, the units name the installed looprd, and
 #      `looprd --version` and `looprctl --version` run from there;
@@ -72,6 +74,14 @@ if ! lintian --allow-root --fail-on error "$deb" \
   fail "lintian reports errors"
 fi
 sed 's/^/  /' "$work/lintian.log"
+# Info-level tags are not shown by default: ask for them, and fail on any
+# about hardening (a binary built without LOOPR_HARDENING's flags).
+lintian --allow-root --display-info "$deb" >"$work/lintian-info.log" 2>&1 || true
+if grep -E 'hardening-' "$work/lintian-info.log" >"$work/hardening.log"; then
+  cat "$work/hardening.log" >&2
+  fail "lintian finds binaries built without the hardening flags (LOOPR_HARDENING)"
+fi
+say "lintian: no hardening-* tags"
 
 # ---- 3. a clean root: only the package's files
 say "unpacking into a clean root"
