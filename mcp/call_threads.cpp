@@ -12,22 +12,32 @@ CallThreads::~CallThreads() {
 }
 
 bool CallThreads::run(std::function<void()> task) {
-  std::unique_lock lock(mutex_);
-  if (stopping_) return false;
-  join_ended();
-  if (handed_.size() < idle_) {
-    handed_.push_back(std::move(task));
-    wake_.notify_one();
-    return true;
+  std::vector<std::thread> ended;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    ended = take_ended();
+    if (handed_.size() < idle_) {
+      handed_.push_back(std::move(task));
+      wake_.notify_one();
+    } else {
+      Worker& worker = workers_.emplace_back();
+      try {
+        worker.thread = std::thread([this, &worker, first = std::move(task)]() mutable {
+          serve(worker, std::move(first));
+        });
+      } catch (...) {
+        workers_.pop_back();
+        for (std::thread& thread : ended)
+          thread.join();
+        throw;
+      }
+    }
   }
-  Worker& worker = workers_.emplace_back();
-  try {
-    worker.thread = std::thread(
-        [this, &worker, first = std::move(task)]() mutable { serve(worker, std::move(first)); });
-  } catch (...) {
-    workers_.pop_back();
-    throw;
-  }
+  // Outside the lock: a thread's exit (its thread-local destructors) must
+  // not hold up the workers going idle.
+  for (std::thread& thread : ended)
+    thread.join();
   return true;
 }
 
@@ -52,26 +62,29 @@ void CallThreads::serve(Worker& self, std::function<void()> task) {
   }
 }
 
-void CallThreads::join_ended() {
+std::vector<std::thread> CallThreads::take_ended() {
+  std::vector<std::thread> ended;
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (it->ended) {
       // An ended worker has released the mutex for good: it only returns.
-      it->thread.join();
+      ended.push_back(std::move(it->thread));
       it = workers_.erase(it);
     } else {
       ++it;
     }
   }
+  return ended;
 }
 
 void CallThreads::stop() {
+  std::lock_guard stopping(stop_mutex_);
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     wake_.notify_all();
   }
   // Workers stay in the list until joined: a running one still refers to its
-  // entry. Join outside the lock, which they need to end.
+  // entry. Join outside mutex_, which they need to end.
   for (;;) {
     std::thread next;
     {

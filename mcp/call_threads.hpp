@@ -8,7 +8,8 @@
 //  - A thread whose task ended waits up to `idle_for` for another; at most
 //    `max_idle` threads wait at once, the others end.
 //  - stop() refuses new tasks, waits for the running ones to end and joins
-//    every thread; it must not be called from a task. The destructor stops.
+//    every thread; it must not be called from a task. Callers may race: each
+//    returns once every thread is joined. The destructor stops.
 //
 // Why not asio::thread_pool or std::async: asio's pool has a fixed number of
 // threads and queues tasks behind busy ones (a long call would hold back the
@@ -25,6 +26,7 @@
 #include <list>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace loopr::mcp {
 
@@ -50,10 +52,13 @@ class CallThreads {
     bool ended = false;
   };
   void serve(Worker& self, std::function<void()> task);
-  void join_ended();  // with mutex_ held
+  // With mutex_ held: the threads of ended workers, out of the list, for the
+  // caller to join once it has released the mutex.
+  std::vector<std::thread> take_ended();
 
   const std::size_t max_idle_;
   const std::chrono::milliseconds idle_for_;
+  std::mutex stop_mutex_;  // one stop() at a time joins; the others wait for it
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> handed_;  // tasks for idle threads; never more than idle_

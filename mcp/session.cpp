@@ -8,7 +8,6 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <system_error>
 #include <utility>
 
 #include "common/utf8.hpp"
@@ -323,18 +322,19 @@ void McpSession::start_call(const Message& message, const std::shared_ptr<Outbox
   };
   bool started = false;
   std::string why = "the MCP session is closing";
+  std::string hint = "start a new session";
   try {
     started = call_threads_.run(std::move(task));
-  } catch (const std::system_error& error) {
+  } catch (const std::exception& error) {
     why = std::string("looprctl mcp cannot start a thread for the call: ") + error.what();
+    hint = "wait for a call to finish, then call again";
   }
   if (!started) {
     {
       std::lock_guard lock(mutex_);
       calls_by_id_.erase(id_key(call->request_id));
     }
-    outbox->send(error_response(message.id, rpc_code::internal_error, why,
-                                json{{"hint", "wait for a call to finish, then call again"}}));
+    outbox->send(error_response(message.id, rpc_code::internal_error, why, json{{"hint", hint}}));
     outbox->finish();
   }
 }

@@ -1,7 +1,8 @@
 // `looprctl mcp` and long heavy-lane commands: what the command prints
 // streams to the client as notifications/progress when it sent a progress
-// token, and notifications/cancelled cancels the call in looprd (tool.cancel)
-// and stops the command.
+// token, and notifications/cancelled cancels the call in looprd (tool.cancel,
+// or closing the call's connection when looprd has not named the call) and
+// stops the command.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -12,11 +13,14 @@ import { connectStdio, Looprd, loadSdk, resultText, waitFor } from "./harness.mj
 const sdk = loadSdk();
 
 // build prints five lines, a pause between each; test prints "started" and
-// then appends a line to `ticks` every 0.1 s until it is stopped.
+// then appends a line to `ticks` every 0.1 s until it is stopped; validate
+// does the same to `quiet-ticks` and prints nothing, so looprd never names
+// its call to the MCP server before it is cancelled.
 const commands =
   "[commands]\n" +
   "build = \"for i in 1 2 3 4 5; do echo progress line $i; sleep 0.3; done\"\n" +
-  "test = \"echo started; while :; do date +%s%N >> ticks; sleep 0.1; done\"\n";
+  "test = \"echo started; while :; do date +%s%N >> ticks; sleep 0.1; done\"\n" +
+  "validate = \"while :; do date +%s%N >> quiet-ticks; sleep 0.1; done\"\n";
 
 describe("looprctl mcp over stdio: long commands", () => {
   let daemon;
@@ -95,6 +99,36 @@ describe("looprctl mcp over stdio: long commands", () => {
       assert.equal(fs.statSync(ticks).size, size, "the cancelled command kept running");
 
       // And the server never answered the cancelled request.
+      assert.equal(client.received.filter((m) => m.id === request.id).length, 0,
+        "a response was sent for the cancelled request");
+    } finally {
+      watcher.connection.close();
+    }
+  });
+  it("a cancelled call that printed nothing is cancelled in looprd too, and its command stops", async () => {
+    const watcher = await daemon.watchEvents();
+    const ticks = path.join(daemon.repo, "quiet-ticks");
+    try {
+      const controller = new AbortController();
+      const pending = client.callTool({ name: "validate", arguments: {} }, undefined,
+        { signal: controller.signal });
+      pending.catch(() => {});
+      const started = await waitFor(() => watcher.events.find(
+        (e) => e.event === "tool.started" && e.data.tool === "validate"), "the silent command to start");
+      await waitFor(() => fs.existsSync(ticks) && fs.statSync(ticks).size > 0, "the command to tick");
+      controller.abort("the test cancels it");
+      await assert.rejects(pending);
+
+      const finished = await waitFor(() => watcher.events.find(
+        (e) => e.event === "tool.finished" && e.data.call_id === started.data.call_id),
+      "looprd to finish the cancelled call");
+      assert.equal(finished.data.status, "cancelled", JSON.stringify(finished.data));
+
+      const size = fs.statSync(ticks).size;
+      const later = await client.callTool({ name: "build", arguments: {} });
+      assert.equal(later.isError, false, resultText(later));
+      assert.equal(fs.statSync(ticks).size, size, "the cancelled command kept running");
+      const request = client.sent.findLast((m) => m.method === "tools/call" && m.params?.name === "validate");
       assert.equal(client.received.filter((m) => m.id === request.id).length, 0,
         "a response was sent for the cancelled request");
     } finally {

@@ -42,7 +42,8 @@ class FakeCall {
   const nlohmann::json& params() const { return params_; }
 
   // Delivers `event` on the call's thread and returns once it was handled.
-  // A tool.started or approval.requested event names the call (data.call_id).
+  // Any event with data.call_id names the call, as McpSession takes it
+  // (looprd sends the link tool.output and approval.requested).
   void emit(const std::string& name, nlohmann::json data);
   // Ends the call with looprd's `outcome`.
   void finish(nlohmann::json outcome);

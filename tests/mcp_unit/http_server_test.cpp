@@ -217,7 +217,6 @@ TEST_F(Http, AToolCallThatAcceptsAnEventStreamIsAnsweredAsSseEndingWithItsRespon
   });
   auto fake = link_.wait_for_call(0);
   ASSERT_TRUE(fake);
-  fake->emit("tool.started", {{"call_id", "c-7"}});
   fake->emit("tool.output", {{"call_id", "c-7"}, {"data", "compiling\n"}});
   fake->finish(
       {{"ok", true}, {"call_id", "c-7"}, {"status", "success"}, {"output", {{"exit_code", 0}}}});

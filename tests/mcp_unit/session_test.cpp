@@ -252,7 +252,8 @@ TEST_F(Session, CancellingANamedCallAsksLooprdToCancelItAndSendsNoResponse) {
   auto outbox = call(11);
   auto fake = link_.wait_for_call(0);
   ASSERT_TRUE(fake);
-  fake->emit("tool.started", {{"call_id", "call-42"}, {"tool", "read_file"}});
+  // Output names the call (the link does not subscribe to tool.started).
+  fake->emit("tool.output", {{"call_id", "call-42"}, {"stream", "stdout"}, {"data", "x\n"}});
   session_->handle(client_notification("notifications/cancelled", {{"requestId", 11}}),
                    std::make_shared<RecordingOutbox>());
   EXPECT_TRUE(outbox->wait_finished());
@@ -282,7 +283,6 @@ TEST_F(Session, OutputBecomesProgressWithStrictlyIncreasingValuesWhenTheClientSe
   auto outbox = call(13, "run_command", {{"progressToken", "tok"}});
   auto fake = link_.wait_for_call(0);
   ASSERT_TRUE(fake);
-  fake->emit("tool.started", {{"call_id", "c-13"}});
   fake->emit("tool.output", {{"call_id", "c-13"}, {"stream", "stdout"}, {"data", "one\n"}});
   fake->emit("tool.output", {{"call_id", "someone-else"}, {"data", "not mine\n"}});
   fake->emit("tool.output", {{"call_id", "c-13"}, {"stream", "stdout"}, {"data", "two\n"}});
@@ -310,7 +310,6 @@ TEST_F(Session, NoProgressWithoutAToken) {
   auto outbox = call(14, "run_command");
   auto fake = link_.wait_for_call(0);
   ASSERT_TRUE(fake);
-  fake->emit("tool.started", {{"call_id", "c-14"}});
   fake->emit("tool.output", {{"call_id", "c-14"}, {"data", "one\n"}});
   fake->finish(success("c-14"));
   ASSERT_TRUE(outbox->wait_finished());
@@ -525,7 +524,7 @@ TEST_F(Session, CloseCancelsRunningCallsAndJoinsTheirThreads) {
   auto named = call(2);
   auto second = link_.wait_for_call(1);
   ASSERT_TRUE(second);
-  second->emit("tool.started", {{"call_id", "c-named"}});
+  second->emit("tool.output", {{"call_id", "c-named"}, {"data", "working\n"}});
   auto closing = std::async(std::launch::async, [&] { session_->close(); });
   EXPECT_TRUE(first->wait_aborted());
   EXPECT_TRUE(link_.wait_for_request("tool.cancel"));
