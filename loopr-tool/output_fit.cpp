@@ -33,7 +33,8 @@ bool fit_listing_to_output_cap(std::string_view tool, Json& result, std::size_t 
   if (listing == result.end() || !(listing->is_array() || listing->is_string())) return false;
   if (line_size(result) <= max_output_bytes) return false;
 
-  const Json original = std::move(*listing);
+  const Json whole = result;  // to give back if nothing fits
+  const Json& original = whole.at(key);
   const bool lines = original.is_string();
   // What can be kept: the first n elements, or the text up to the end of its
   // n-th line.
@@ -57,13 +58,14 @@ bool fit_listing_to_output_cap(std::string_view tool, Json& result, std::size_t 
       result[key] = Json(original.begin(), original.begin() + static_cast<std::ptrdiff_t>(count));
     }
     result["truncated"] = true;
-    result["hint"] = "cut to " + std::to_string(count) + " of " + std::to_string(units) +
-                     (lines ? " lines" : " entries") + " to fit this tool's output limit of " +
-                     std::to_string(max_output_bytes) + " bytes; " +
-                     (tool_hint.empty() ? "narrow the path or the pattern" : tool_hint);
+    result["hint"] =
+        "cut to " + std::to_string(count) + " of the " + std::to_string(units) +
+        (lines ? " lines" : " entries") + " listed, to fit this tool's output limit of " +
+        std::to_string(max_output_bytes) + " bytes; " +
+        (tool_hint.empty() ? "narrow the path or the pattern" : "before that cut: " + tool_hint);
   };
 
-  // The largest count that fits (none may: then the runner still refuses it).
+  // The largest count that fits.
   std::size_t low = 0;
   std::size_t high = units == 0 ? 0 : units - 1;
   while (low < high) {
@@ -76,6 +78,12 @@ bool fit_listing_to_output_cap(std::string_view tool, Json& result, std::size_t 
     }
   }
   keep(low);
+  if (line_size(result) > max_output_bytes) {
+    // Not even an empty listing fits: the rest of the result is too large.
+    // Leave it whole for the runner to refuse as too_large.
+    result = whole;
+    return false;
+  }
   return true;
 }
 

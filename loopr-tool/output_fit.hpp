@@ -14,8 +14,9 @@
 // fits, `truncated` becomes true and `hint` says how many were shown and why
 // (after the tool's own hint, if any). Nothing else changes, so the result
 // still matches the tool's output_schema. Other tools, a result that fits,
-// and max_output_bytes 0 (no cap known) are left as they are. Returns
-// whether it cut.
+// one that would not fit even with an empty listing (the runner then
+// refuses it as too_large), and max_output_bytes 0 (no cap known) are left
+// as they are. Returns whether it cut.
 #pragma once
 
 #include <cstddef>

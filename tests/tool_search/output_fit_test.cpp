@@ -39,7 +39,7 @@ TEST(OutputFit, AListingOverTheCapKeepsTheLongestPrefixThatFits) {
     ASSERT_EQ(result["entries"][i], original["entries"][i]) << i;
   EXPECT_EQ(result["truncated"], true);
   const std::string hint = result["hint"];
-  EXPECT_NE(hint.find("cut to " + std::to_string(kept) + " of 3000 entries"), std::string::npos)
+  EXPECT_NE(hint.find("cut to " + std::to_string(kept) + " of the 3000 entries"), std::string::npos)
       << hint;
   EXPECT_NE(hint.find("output limit of 100000 bytes"), std::string::npos) << hint;
   // Maximal: one entry more would not fit.
@@ -53,7 +53,10 @@ TEST(OutputFit, TheToolsOwnHintIsKept) {
   result["truncated"] = true;
   result["hint"] = "only the first 2000 entries are shown; list a subfolder";
   EXPECT_TRUE(fit_listing_to_output_cap("list_directory", result, 20000));
-  EXPECT_NE(result["hint"].get<std::string>().find("list a subfolder"), std::string::npos);
+  EXPECT_NE(result["hint"].get<std::string>().find(
+                "before that cut: only the first 2000 entries are shown; list a subfolder"),
+            std::string::npos)
+      << result["hint"];
 }
 
 TEST(OutputFit, GlobMatchesAndGrepFilesAndCountsAreCutToo) {
@@ -97,6 +100,16 @@ TEST(OutputFit, BytesThatAreNotUtf8AreMeasuredAsWritten) {
         {{"path", std::string(20, '\xff')}, {"size", 0}, {"is_dir", false}, {"is_symlink", false}});
   EXPECT_TRUE(fit_listing_to_output_cap("list_directory", result, 10000));
   EXPECT_LE(line_size(result), 10000u);
+}
+
+TEST(OutputFit, AResultTooLargeEvenWithoutItsListingIsLeftWhole) {
+  json glob = {{"pattern", std::string(20000, 'p')},
+               {"matches", json::array({"a", "b", "c"})},
+               {"truncated", false},
+               {"hint", "the tool's own"}};
+  const json before = glob;
+  EXPECT_FALSE(fit_listing_to_output_cap("glob", glob, 1000));
+  EXPECT_EQ(glob, before);
 }
 
 TEST(OutputFit, WhatFitsOtherToolsAndNoCapAreLeftAlone) {
