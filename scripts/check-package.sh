@@ -5,7 +5,10 @@
 #   2. lintian on the .deb: any error fails (warnings are printed; those loopr
 #      accepts are overridden with a reason in packaging/lintian-overrides),
 #      and so does any hardening-* tag, info-level ones included (the build's
-#      LOOPR_HARDENING flags: fortify, bind-now, relro, PIE);
+#      LOOPR_HARDENING flags: fortify, bind-now, relro; PIE is the
+#      compiler's default). hardening-no-fortify-functions can be a false
+#      positive for a binary with no call fortify could check: override it
+#      then, with that reason;
 #   3. the package unpacked into a clean, empty root: the files are exactly
 #      the expected ones, the units name the installed looprd, and
 #      `looprd --version` and `looprctl --version` run from there;
