@@ -66,23 +66,26 @@ describe("looprctl mcp over stdio: long commands", () => {
     assert.equal(client.received.filter((m) => m.method === "notifications/progress").length, before);
   });
 
-  it("a cancelled call is cancelled in looprd, its command stops and it gets no response", async () => {
+  // Calls `tool` (a command that appends to `ticksFile` until stopped),
+  // cancels it through the SDK once it ticks, and checks that looprd ended
+  // the call `cancelled`, that the command stopped, and that the request got
+  // no response.
+  async function cancelWhileTicking(tool, ticksFile) {
     const watcher = await daemon.watchEvents();
-    const ticks = path.join(daemon.repo, "ticks");
+    const ticks = path.join(daemon.repo, ticksFile);
     try {
       const controller = new AbortController();
-      const progress = [];
-      const pending = client.callTool({ name: "test", arguments: {} }, undefined,
-        { signal: controller.signal, onprogress: (p) => progress.push(p) });
+      const pending = client.callTool({ name: tool, arguments: {} }, undefined,
+        { signal: controller.signal, onprogress: () => {} });
       pending.catch(() => {});
       const started = await waitFor(() => watcher.events.find(
-        (e) => e.event === "tool.started" && e.data.tool === "test"), "the test command to start");
+        (e) => e.event === "tool.started" && e.data.tool === tool), `the ${tool} command to start`);
       await waitFor(() => fs.existsSync(ticks) && fs.statSync(ticks).size > 0, "the command to tick");
       controller.abort("the test cancels it");
       await assert.rejects(pending);
 
-      const request = client.sent.findLast((m) => m.method === "tools/call" && m.params?.name === "test");
-      const cancel = client.sent.find((m) => m.method === "notifications/cancelled");
+      const request = client.sent.findLast((m) => m.method === "tools/call" && m.params?.name === tool);
+      const cancel = client.sent.findLast((m) => m.method === "notifications/cancelled");
       assert.ok(cancel, "the SDK sent no notifications/cancelled");
       assert.equal(cancel.params.requestId, request.id);
 
@@ -92,7 +95,7 @@ describe("looprctl mcp over stdio: long commands", () => {
       assert.equal(finished.data.status, "cancelled", JSON.stringify(finished.data));
 
       // The command is gone: across a later call of the same single-slot lane
-      // (1.5 s of build), `ticks` does not grow.
+      // (1.5 s of build), the ticks file does not grow.
       const size = fs.statSync(ticks).size;
       const later = await client.callTool({ name: "build", arguments: {} });
       assert.equal(later.isError, false, resultText(later));
@@ -104,35 +107,13 @@ describe("looprctl mcp over stdio: long commands", () => {
     } finally {
       watcher.connection.close();
     }
+  }
+
+  it("a cancelled call is cancelled in looprd, its command stops and it gets no response", async () => {
+    await cancelWhileTicking("test", "ticks");
   });
+
   it("a cancelled call that printed nothing is cancelled in looprd too, and its command stops", async () => {
-    const watcher = await daemon.watchEvents();
-    const ticks = path.join(daemon.repo, "quiet-ticks");
-    try {
-      const controller = new AbortController();
-      const pending = client.callTool({ name: "validate", arguments: {} }, undefined,
-        { signal: controller.signal });
-      pending.catch(() => {});
-      const started = await waitFor(() => watcher.events.find(
-        (e) => e.event === "tool.started" && e.data.tool === "validate"), "the silent command to start");
-      await waitFor(() => fs.existsSync(ticks) && fs.statSync(ticks).size > 0, "the command to tick");
-      controller.abort("the test cancels it");
-      await assert.rejects(pending);
-
-      const finished = await waitFor(() => watcher.events.find(
-        (e) => e.event === "tool.finished" && e.data.call_id === started.data.call_id),
-      "looprd to finish the cancelled call");
-      assert.equal(finished.data.status, "cancelled", JSON.stringify(finished.data));
-
-      const size = fs.statSync(ticks).size;
-      const later = await client.callTool({ name: "build", arguments: {} });
-      assert.equal(later.isError, false, resultText(later));
-      assert.equal(fs.statSync(ticks).size, size, "the cancelled command kept running");
-      const request = client.sent.findLast((m) => m.method === "tools/call" && m.params?.name === "validate");
-      assert.equal(client.received.filter((m) => m.id === request.id).length, 0,
-        "a response was sent for the cancelled request");
-    } finally {
-      watcher.connection.close();
-    }
+    await cancelWhileTicking("validate", "quiet-ticks");
   });
 });
