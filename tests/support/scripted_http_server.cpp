@@ -112,7 +112,9 @@ ScriptedReply ScriptedReply::sse(const std::vector<std::string>& pieces,
   return reply;
 }
 
-ScriptedHttpServer::ScriptedHttpServer() {
+ScriptedHttpServer::ScriptedHttpServer() : ScriptedHttpServer(Responder{}) {}
+
+ScriptedHttpServer::ScriptedHttpServer(Responder responder) : responder_(std::move(responder)) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in address{};
@@ -276,7 +278,13 @@ void ScriptedHttpServer::answer(int client) {
     return;
   }
   ScriptedReply reply;
-  {
+  if (responder_) {
+    {
+      std::lock_guard lock(mutex_);
+      requests_.push_back(request);
+    }
+    reply = responder_(request);
+  } else {
     std::lock_guard lock(mutex_);
     requests_.push_back(request);
     if (replies_.empty()) {

@@ -10,14 +10,18 @@
 // Content-Length body); the reply's bytes are written exactly as scripted
 // (helpers build the usual status line and headers). After the last step the
 // connection is closed. When the queue is empty the server answers 500 with
-// a body naming the unexpected request, so a test sees the mistake.
-// Threads: serves on its own thread; push() and requests() are thread-safe.
+// a body naming the unexpected request, so a test sees the mistake. A server
+// made with a Responder answers every request from it instead of the queue
+// (ModelApiServer computes its replies from each request that way).
+// Threads: serves on its own thread; push() and requests() are thread-safe;
+// the responder is called on the server's thread, one request at a time.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -63,8 +67,12 @@ struct RecordedRequest {
 
 class ScriptedHttpServer {
  public:
+  using Responder = std::function<ScriptedReply(const RecordedRequest&)>;
+
   // Listens on 127.0.0.1 on a free port; throws std::runtime_error if it cannot.
   ScriptedHttpServer();
+  // The same, answering every request from `responder` (push() is unused).
+  explicit ScriptedHttpServer(Responder responder);
   ~ScriptedHttpServer();
   ScriptedHttpServer(const ScriptedHttpServer&) = delete;
   ScriptedHttpServer& operator=(const ScriptedHttpServer&) = delete;
@@ -92,6 +100,7 @@ class ScriptedHttpServer {
   int port_ = 0;
   mutable std::mutex mutex_;
   std::deque<ScriptedReply> replies_;
+  Responder responder_;  // set before the thread starts, read-only after
   std::vector<RecordedRequest> requests_;
   std::size_t connections_ = 0;
   std::size_t bytes_written_ = 0;
