@@ -175,7 +175,9 @@ void print_iterations(const json& iterations, std::ostream& out) {
     table.add_row({"  " + cell(iteration, "iteration"), cell(iteration, "model_turns"),
                    cell(iteration, "tool_calls"), changed_cell(member(iteration, "changed")),
                    short_commit(member(iteration, "commit")),
-                   validation_cell(member(iteration, "validation")),
+                   member(iteration, "handoff").is_object()
+                       ? "handed off (" + cell(member(iteration, "handoff"), "reason") + ")"
+                       : validation_cell(member(iteration, "validation")),
                    iteration_duration(iteration)});
   }
   table.print(out);
@@ -427,6 +429,10 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
   print_field(out, "provider:", cell(loop, "provider") + " / " + cell(loop, "model"));
   print_field(out, "validate:", cell(loop, "validate"));
   print_field(out, "iteration:", cell(loop, "iteration") + " of " + cell(loop, "max_iterations"));
+  if (const auto handoffs = number_of(member(loop, "handoffs")); handoffs && *handoffs > 0) {
+    print_field(out, "handoffs:",
+                cell(loop, "handoffs") + " (iterations that ended with a note for the next one)");
+  }
   if (!member(loop, "parent_id").is_null()) print_field(out, "parent:", cell(loop, "parent_id"));
   print_field(out, "created:", format_age(member(loop, "created_at_ms"), now_ms));
   print_field(out, "updated:", format_age(member(loop, "updated_at_ms"), now_ms));
@@ -531,6 +537,14 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
         << (changed.is_boolean() ? (changed.get<bool>() ? " (files changed)" : " (nothing changed)")
                                  : " (" + changed_cell(changed) + " changed)")
         << '\n';
+  } else if (kind == "handoff") {
+    out << "handoff (" << cell(data, "reason") << "): " << first_line(string_of(data, "why"), 200)
+        << '\n';
+    const std::string note = string_of(data, "note");
+    out << "handoff note" << (string_of(data, "by") == "loopr" ? " (loopr's record)" : "") << ":\n"
+        << printable_lines(note.empty() ? "-" : note) << '\n';
+  } else if (kind == "handed_off") {
+    out << "not validated: the iteration handed off; the next one starts from its note\n";
   } else if (kind == "validation_started") {
     out << "validating: " << cell(data, "command") << '\n';
   } else if (kind == "validation") {

@@ -469,10 +469,24 @@ constexpr BuiltinTool kBuiltinTools[] = {
      "required": ["summary"],
      "additionalProperties": false})", kNoOutputSchema},
 
+{"read_output", lanes::daemon, 1 * kSecond, 100000, SafetyTier::read_only,
+ "Read more of an earlier tool result of this iteration that was cut to fit the "
+ "conversation: the result's text from byte `offset` (the cut marker names the call and the "
+ "offset where the cut began), one page at a time, each page ending with the next offset.",
+ R"({"type": "object",
+     "properties": {
+       "call_id": {"type": "string", "minLength": 1,
+                   "description": "The id of the tool call whose result was cut, as the cut marker names it."},
+       "offset": {"type": "integer", "minimum": 0, "default": 0,
+                  "description": "Byte offset into the whole result to start from."}},
+     "required": ["call_id"],
+     "additionalProperties": false})", kNoOutputSchema},
+
 {"create_plan", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the plan as structured output: a title, an overview and 1 to 10 specs with unique "
- "names; a spec's dependencies name other specs of this plan. The plan then waits for the "
- "user's approval.",
+ "names (each 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without "
+ "--); a spec's dependencies name other specs of this plan, never itself, without cycles. "
+ "Text fields must not be blank. The plan then waits for the user's approval.",
  R"({"type": "object",
      "properties": {
        "title": {"type": "string", "minLength": 1, "description": "Plan title."},
@@ -481,13 +495,13 @@ constexpr BuiltinTool kBuiltinTools[] = {
                  "description": "The specs, 1 to 10.",
                  "items": {"type": "object",
                            "properties": {
-                             "name": {"type": "string", "minLength": 1,
-                                      "description": "Unique short identifier, e.g. auth-tokens."},
+                             "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40,
+                                      "description": "Unique within the plan and usable in a branch name: 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without --, e.g. auth-tokens."},
                              "title": {"type": "string", "minLength": 1, "description": "Spec title."},
                              "description": {"type": "string", "minLength": 1,
                                              "description": "What the spec covers."},
-                             "dependencies": {"type": "array", "items": {"type": "string"},
-                                              "description": "Names of specs of this plan that must be done first."}},
+                             "dependencies": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40},
+                                              "description": "Names of other specs of this plan that must be done first; not the spec itself, and no cycles."}},
                            "required": ["name", "title", "description"],
                            "additionalProperties": false}}},
      "required": ["title", "overview", "specs"],
@@ -495,17 +509,21 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 {"create_spec", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the spec as structured output: name, title, overview and 3 to 7 phases, each with "
- "a name, title, description and optionally how to validate it.",
+ "a unique name, title, description and optionally how to validate it. Names are 1 to 40 "
+ "characters of a-z, 0-9 and -, starting with a letter or digit, without --; text fields "
+ "must not be blank.",
  R"({"type": "object",
      "properties": {
-       "name": {"type": "string", "minLength": 1, "description": "The spec's name."},
+       "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40,
+                "description": "The spec's name: 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without --."},
        "title": {"type": "string", "minLength": 1, "description": "Spec title."},
        "overview": {"type": "string", "minLength": 1, "description": "What the spec delivers."},
        "phases": {"type": "array", "minItems": 3, "maxItems": 7,
                   "description": "The phases, 3 to 7, in order.",
                   "items": {"type": "object",
                             "properties": {
-                              "name": {"type": "string", "minLength": 1, "description": "Unique short identifier."},
+                              "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40,
+                                       "description": "Unique within the spec: 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without --."},
                               "title": {"type": "string", "minLength": 1, "description": "Phase title."},
                               "description": {"type": "string", "minLength": 1,
                                               "description": "What the phase does."},
@@ -519,10 +537,13 @@ constexpr BuiltinTool kBuiltinTools[] = {
 {"create_phase", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
  "Record the phase as structured output: name, title, objective, the tasks (each a "
  "description, optionally the file it touches and whether it creates, modifies or deletes "
- "it) and the shell command that validates the phase.",
+ "it) and the shell command that validates the phase. The name is 1 to 40 characters of "
+ "a-z, 0-9 and -, starting with a letter or digit, without --; there is at least one task; "
+ "text fields and the command must not be blank.",
  R"({"type": "object",
      "properties": {
-       "name": {"type": "string", "minLength": 1, "description": "The phase's name."},
+       "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40,
+                "description": "The phase's name: 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without --."},
        "title": {"type": "string", "minLength": 1, "description": "Phase title."},
        "objective": {"type": "string", "minLength": 1, "description": "What the phase achieves."},
        "tasks": {"type": "array", "minItems": 1,
@@ -531,7 +552,8 @@ constexpr BuiltinTool kBuiltinTools[] = {
                            "properties": {
                              "description": {"type": "string", "minLength": 1,
                                              "description": "What to do."},
-                             "file": {"type": "string", "description": "File the task touches."},
+                             "file": {"type": "string",
+                                      "description": "File the task touches, relative to the repository's root, without .. and not starting with /."},
                              "action": {"type": "string", "enum": ["create", "modify", "delete"],
                                         "description": "What the task does to the file."}},
                            "required": ["description"],

@@ -14,8 +14,8 @@ namespace loopr::config {
 inline constexpr std::string_view kSchemaKeywords[] = {
     "type",     "properties", "required",  "additionalProperties",
     "items",    "enum",       "minimum",   "maximum",
-    "minItems", "maxItems",   "minLength", "description",
-    "default",  "oneOf"};
+    "minItems", "maxItems",   "minLength", "maxLength",
+    "pattern",  "description", "default",  "oneOf"};
 
 // Returns nullopt when `schema` is a valid tool input schema, else the first
 // problem, prefixed with its JSON pointer ("/properties/path: ...").

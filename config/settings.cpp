@@ -24,9 +24,11 @@ constexpr std::int64_t kMinClientQueueBytes = 16 * kMiB;
 const std::map<std::string, std::vector<std::string>>& default_loop_tools() {
   // reference/seeds/003 "Loop Type Tool Configuration".
   static const std::map<std::string, std::vector<std::string>> tools = {
+      // A planner reads and records a plan: it changes no file, and its
+      // loop ends with create_plan (issue 24).
       {"plan",
-       {"read_file", "write_file", "glob", "grep", "memory_search", "memory_save", "memory_update",
-        "memory_delete", "oracle", "create_plan", "complete_task"}},
+       {"read_file", "list_directory", "glob", "grep", "memory_search", "memory_save",
+        "memory_update", "memory_delete", "oracle", "create_plan"}},
       {"spec",
        {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
         "memory_search", "memory_save", "memory_update", "memory_delete", "oracle", "create_spec",
@@ -37,8 +39,8 @@ const std::map<std::string, std::vector<std::string>>& default_loop_tools() {
         "complete_task"}},
       {"code",
        {"read_file", "write_file", "edit_file", "list_directory", "glob", "grep", "run_command",
-        "build", "test", "memory_search", "memory_save", "memory_update", "memory_delete",
-        "complete_task"}},
+        "build", "test", "validate", "memory_search", "memory_save", "memory_update",
+        "memory_delete", "complete_task"}},
   };
   return tools;
 }
@@ -137,13 +139,15 @@ class SettingsReader {
         memory(v);
       } else if (key == "oracle") {
         oracle(v);
+      } else if (key == "context") {
+        context(v);
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory] and [oracle]");
+             "[scheduler], [merges], [memory], [oracle] and [context]");
       }
     }
   }
@@ -465,14 +469,59 @@ class SettingsReader {
 
   void commands(const toml::value& table) {
     detail::require_table(table, "commands");
-    detail::refuse_unknown_keys(table, "commands", {"build", "test", "validate"});
+    detail::refuse_unknown_keys(table, "commands",
+                                {"build", "test", "validate", "lint", "lint_files"});
     for (const auto& entry : detail::entries(table)) {
       const std::string key = "commands." + entry.key;
       note(key, *entry.value);
+      if (entry.key == "lint_files") {
+        s_.commands.lint_files = detail::read_string_list(*entry.value, key);
+        continue;
+      }
       const std::string command = detail::read_string(*entry.value, key);
       if (entry.key == "build") s_.commands.build = command;
       if (entry.key == "test") s_.commands.test = command;
       if (entry.key == "validate") s_.commands.validate = command;
+      if (entry.key == "lint") s_.commands.lint = command;
+    }
+  }
+
+  void context(const toml::value& table) {
+    detail::require_table(table, "context");
+    detail::refuse_unknown_keys(
+        table, "context",
+        {"handoff_percent", "tool_result_max_bytes", "tool_result_max_bytes_by_tool",
+         "instructions_files", "instructions_max_bytes", "tree_max_bytes"});
+    auto& c = s_.context;
+    for (const auto& entry : detail::entries(table)) {
+      const toml::value& v = *entry.value;
+      const std::string key = "context." + entry.key;
+      note(key, v);
+      if (entry.key == "handoff_percent") {
+        c.handoff_percent = detail::read_integer_in(v, key, 10, 95, "percent of the window");
+      } else if (entry.key == "tool_result_max_bytes") {
+        c.tool_result_max_bytes = detail::read_integer_in(v, key, 1024, 16 * kMiB, "bytes");
+      } else if (entry.key == "tool_result_max_bytes_by_tool") {
+        detail::require_table(v, key);
+        for (const auto& tool : detail::entries(v)) {
+          const std::string tool_key = key + "." + tool.key;
+          note(tool_key, *tool.value);
+          c.tool_result_max_bytes_by_tool[tool.key] =
+              detail::read_integer_in(*tool.value, tool_key, 1024, 16 * kMiB, "bytes");
+        }
+      } else if (entry.key == "instructions_files") {
+        c.instructions_files = detail::read_string_list(v, key);
+        for (const std::string& file : c.instructions_files) {
+          if (file.empty() || file.front() == '/' || file.find("..") != std::string::npos) {
+            fail(v, key,
+                 "names files relative to the repository's top, without '..' (got '" + file + "')");
+          }
+        }
+      } else if (entry.key == "instructions_max_bytes") {
+        c.instructions_max_bytes = detail::read_integer_in(v, key, 0, 1 * kMiB, "bytes");
+      } else if (entry.key == "tree_max_bytes") {
+        c.tree_max_bytes = detail::read_integer_in(v, key, 0, 1 * kMiB, "bytes");
+      }
     }
   }
 

@@ -95,6 +95,38 @@ struct CommandSettings {
   std::string build;
   std::string test;
   std::string validate;
+  // Lint after edit (opt-in): after a loop's edit_file or write_file of a
+  // file matching `lint_files` (glob patterns on the path, "*.py"; empty:
+  // every file), `lint` runs on the heavy lane with {files} replaced by the
+  // edited path (quoted; appended when the command has no {files}), and the
+  // problems it reports that the file's previous lint did not are added to
+  // the tool result the model reads.
+  std::string lint;
+  std::vector<std::string> lint_files;
+};
+
+// [context]: what a loop's model sees, and how its context stays bounded.
+struct ContextSettings {
+  // Before each model call the engine estimates the request's tokens; past
+  // this share of the provider's context_window the iteration ends with a
+  // handoff note that the next iteration's fresh context carries.
+  std::int64_t handoff_percent = 70;
+  // Most bytes one tool result puts into the conversation (head and tail
+  // kept, the whole result stays in the journal, readable with read_output);
+  // [context.tool_result_max_bytes_by_tool] sets it per tool.
+  std::int64_t tool_result_max_bytes = 16384;
+  std::map<std::string, std::int64_t> tool_result_max_bytes_by_tool;
+  // The repository's instructions for agents, first found wins (relative to
+  // the worktree's top), and how much of it the first message carries.
+  std::vector<std::string> instructions_files = {"AGENTS.md", "CLAUDE.md"};
+  std::int64_t instructions_max_bytes = 16384;
+  // The file tree in the first message (tracked files, .gitignore honoured).
+  std::int64_t tree_max_bytes = 6144;
+
+  std::int64_t tool_result_cap(const std::string& tool) const {
+    auto it = tool_result_max_bytes_by_tool.find(tool);
+    return it == tool_result_max_bytes_by_tool.end() ? tool_result_max_bytes : it->second;
+  }
 };
 
 // [web_fetch]: networks web_fetch may reach beyond the public internet
@@ -299,6 +331,7 @@ struct Settings {
   MergeSettings merges;
   MemorySettings memory;
   OracleSettings oracle;
+  ContextSettings context;
   // Dotted key ("loops.code.tools") → where a file set it; keys left at their
   // default are absent.
   std::map<std::string, Origin> origins;

@@ -448,8 +448,8 @@ std::string render_phase(const json& phase, std::string_view loop_id) {
 }  // namespace
 
 bool is_loop_engine_tool(std::string_view tool) {
-  return tool == "complete_task" || tool == "create_plan" || tool == "create_spec" ||
-         tool == "create_phase";
+  return tool == "complete_task" || tool == "read_output" || tool == "create_plan" ||
+         tool == "create_spec" || tool == "create_phase";
 }
 
 std::string_view artifact_tool_for(std::string_view loop_type) {

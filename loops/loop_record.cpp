@@ -117,6 +117,9 @@ json LoopProgress::to_json() const {
           {"malformed_in_a_row", malformed_in_a_row},
           {"complete_task_called", complete_task_called},
           {"complete_summary", complete_summary},
+          {"handoff", handoff},
+          {"handoff_note", handoff_note},
+          {"handoffs", handoffs},
           {"artifact", artifact},
           {"artifact_path", artifact_path},
           {"artifact_iteration", artifact_iteration},
@@ -159,6 +162,9 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.malformed_in_a_row = integer(value, "malformed_in_a_row");
   p.complete_task_called = value.value("complete_task_called", false);
   p.complete_summary = text(value, "complete_summary");
+  p.handoff = value.value("handoff", json());
+  p.handoff_note = text(value, "handoff_note");
+  p.handoffs = integer(value, "handoffs");
   p.artifact = value.value("artifact", json());
   p.artifact_path = text(value, "artifact_path");
   p.artifact_iteration = integer(value, "artifact_iteration");

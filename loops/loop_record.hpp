@@ -76,6 +76,13 @@ struct LoopProgress {
   std::int64_t malformed_in_a_row = 0;
   bool complete_task_called = false;
   std::string complete_summary;
+  // The current iteration ended with a handoff (the context or the turn
+  // limit was reached): {reason, estimate_tokens, context_window, turns,
+  // note, by}; null otherwise. Such an iteration is committed, not
+  // validated, and the next one starts with `handoff_note`.
+  nlohmann::json handoff = nullptr;
+  std::string handoff_note;   // for the next prompt
+  std::int64_t handoffs = 0;  // in the loop's life
   // Plans.
   nlohmann::json artifact = nullptr;  // the last valid artifact (checked JSON)
   std::string artifact_path;          // its Markdown under the state dir

@@ -1,5 +1,6 @@
 #include "loops/loop_run.hpp"
 
+#include <fnmatch.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -10,12 +11,16 @@
 #include <atomic>
 #include <fstream>
 
+#include "common/ascii_text.hpp"
 #include "common/private_folder.hpp"
 #include "loops/artifacts.hpp"
+#include "loops/context_budget.hpp"
 #include "loops/loop_engine.hpp"
 #include "loops/merges.hpp"
 #include "loops/offload.hpp"
+#include "loops/orientation.hpp"
 #include "loops/prompts.hpp"
+#include "loops/tool_result_view.hpp"
 #include "proto/json_bounded.hpp"
 
 namespace loopr::loops {
@@ -29,6 +34,10 @@ std::int64_t now_ms() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+// llm/provider.hpp's errc::context_overflow: the request did not fit the
+// model's context window.
+constexpr const char* kContextOverflow = "context_overflow";
 
 // What the model reads of a validation: head and tail of what it printed.
 constexpr std::size_t kValidationHead = 4000;
@@ -51,15 +60,36 @@ json tool_call_json(const llm::ToolCall& call) {
   return llm::to_json(call);
 }
 
-// The text the model reads for a tool.call result.
-std::string result_content(const json& outcome) {
-  if (outcome.value("ok", false)) {
-    const json& output = outcome.contains("output") ? outcome["output"] : json();
-    return output.is_string() ? output.get<std::string>()
-                              : output.dump(-1, ' ', false, json::error_handler_t::replace);
+// Lint after edit: whether `path` matches [commands] lint_files (any of
+// the patterns, on the whole path or its last part; none: every file).
+bool lint_wanted(const config::CommandSettings& commands, const std::string& path) {
+  if (commands.lint_files.empty()) return true;
+  const std::size_t slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (const std::string& pattern : commands.lint_files) {
+    if (::fnmatch(pattern.c_str(), path.c_str(), 0) == 0 ||
+        ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) {
+      return true;
+    }
   }
-  json error = outcome.contains("error") ? outcome["error"] : json::object();
-  return json{{"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return false;
+}
+
+// The lint command for `path`: {files} replaced by the path, single-quoted
+// for sh (appended when the command has no {files}).
+std::string lint_command(const std::string& command, const std::string& path) {
+  std::string quoted = "'";
+  for (char c : path)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const std::size_t at = command.find("{files}");
+  if (at == std::string::npos) return command + " " + quoted;
+  std::string out = command;
+  for (std::size_t pos = out.find("{files}"); pos != std::string::npos;
+       pos = out.find("{files}", pos + quoted.size())) {
+    out.replace(pos, 7, quoted);
+  }
+  return out;
 }
 
 json tool_error(const std::string& code, const std::string& message, const std::string& hint) {
@@ -68,22 +98,52 @@ json tool_error(const std::string& code, const std::string& message, const std::
           {"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
 }
 
-// The loop type's tools that are offered to the model: all of them, but the
-// oracle only when [oracle] names a provider — otherwise it could only say
-// so. (A call of it still gets that answer, from the router.)
+// The loop type's tools that are offered to the model, in their order: all
+// of them but those that could only say they cannot run — the oracle when
+// [oracle] names no provider, build and test when [commands] has no command
+// for them, validate when the loop has no validation command — and
+// read_output always (cut results name it). A call of a tool not offered
+// still gets the router's (or the engine's) answer.
 std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
-                                       const config::Settings& settings) {
-  if (settings.oracle.configured()) return tools;
+                                       const config::Settings& settings,
+                                       const std::string& validation_command) {
   std::vector<std::string> offered;
-  for (const std::string& tool : tools)
-    if (tool != "oracle") offered.push_back(tool);
+  bool oracle_left_out = false;
+  for (const std::string& tool : tools) {
+    if (tool == "oracle" && !settings.oracle.configured()) {
+      oracle_left_out = true;
+      continue;
+    }
+    if (tool == "build" && settings.commands.build.empty()) continue;
+    if (tool == "test" && settings.commands.test.empty()) continue;
+    if (tool == "validate" && validation_command.empty()) continue;
+    if (tool == "read_output") continue;
+    offered.push_back(tool);
+  }
+  offered.push_back("read_output");
   static std::atomic<bool> said{false};
-  if (offered.size() < tools.size() && !said.exchange(true)) {
+  if (oracle_left_out && !said.exchange(true)) {
     spdlog::info(
         "loops are not offered the oracle: [oracle] provider is not set in loopr.toml "
         "(the tool is named in [loops.*] tools)");
   }
   return offered;
+}
+
+// What the model reads of build, test and validate: the command they run.
+std::string command_tool_description(const std::string& tool, const std::string& command) {
+  const std::string what = tool == "validate" ? "the loop's validation command"
+                           : tool == "test"   ? "the project's test command"
+                                              : "the project's build command";
+  std::string text = "Run " + what + " `" + command +
+                     "` at the worktree's top, on the heavy lane (no arguments). Returns its "
+                     "exit code, duration and output.";
+  if (tool == "validate") {
+    text +=
+        " This is the command that judges the loop: run it to check your work before you "
+        "finish.";
+  }
+  return text;
 }
 
 // The tools looprd hosts that consult a model of their own, and so share
@@ -157,6 +217,7 @@ json LoopRun::to_json(bool detailed) const {
       {"parent_id", row_.parent_id.empty() ? json() : json(row_.parent_id)},
       {"iteration", progress_.iteration},
       {"max_iterations", spec_.max_iterations},
+      {"handoffs", progress_.handoffs},
       {"validate", spec_.validate},
       {"usage", progress_.spend.to_json()},
       {"priced", price() != nullptr},
@@ -452,6 +513,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
   clear_messages();
   pending_calls_.clear();
   calls_started_ = false;
+  full_views_.clear();
   for (const store::LoopStep& step : *steps) {
     if (step.kind == "iteration_started") {
       system_ = field_text(step.data, "system");
@@ -464,7 +526,13 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
       add_message(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
       pending_calls_ = turn->tool_calls;
       calls_started_ = false;
-      if (pending_calls_.empty()) phase = Phase::commit;
+      cut_at_max_tokens_ = turn->stop_reason == llm::StopReason::max_tokens;
+      // A turn cut at max_tokens without calls goes on (model_phase's note).
+      if (pending_calls_.empty() && !cut_at_max_tokens_) phase = Phase::commit;
+    } else if (step.kind == "handoff") {
+      pending_calls_.clear();
+      calls_started_ = false;
+      phase = Phase::commit;
     } else if (step.kind == "tool_calls_started") {
       calls_started_ = true;
     } else if (step.kind == "tool_results") {
@@ -472,10 +540,20 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
       for (const json& result : step.data.value("results", json::array())) {
         auto parsed = llm::tool_result_from_json(result);
         if (!parsed) continue;
-        if (result.value("ok", false)) {
+        if (auto outcome = result.find("outcome"); outcome != result.end()) {
           // The model saw these files before the restart; read-before-edit
           // must know them again, or its next edit is refused as unread.
-          // The content is a job's output: parsed with a depth bound.
+          if (result.value("ok", false) && outcome->is_object() && outcome->contains("output")) {
+            engine_.services().tools.restore_result(spec_.id, spec_.worktree, parsed->name,
+                                                    (*outcome)["output"]);
+          }
+          const auto cap = static_cast<std::size_t>(
+              engine_.services().settings.context.tool_result_cap(parsed->name));
+          std::string whole = full_view(parsed->name, *outcome);
+          if (whole.size() > cap) full_views_[parsed->call_id] = std::move(whole);
+        } else if (result.value("ok", false)) {
+          // A journal from before results were rendered for the model: the
+          // content is the output's JSON (a job's: parsed with a depth bound).
           if (auto output = proto::parse_json_bounded(parsed->content)) {
             engine_.services().tools.restore_result(spec_.id, spec_.worktree, parsed->name,
                                                     *output);
@@ -520,8 +598,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   progress_.malformed_in_a_row = 0;
   progress_.complete_task_called = false;
   progress_.complete_summary.clear();
+  progress_.handoff = nullptr;
   progress_.next = NextStep::none;
   repeats_.reset();
+  full_views_.clear();
+  lint_seen_.clear();
   services.tools.start_iteration(spec_.id);
 
   auto template_text = load_template(spec_.prompt_template);
@@ -529,21 +610,49 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
     co_return finish(LoopStatus::failed,
                      "its prompt template cannot be used: " + template_text.error().message);
   }
+  // The repository as the model first sees it (git on the pool: blocking).
+  Orientation orientation;
+  if (worktree_open_) {
+    const WorktreeInfo info = worktree_;
+    const std::string base = spec_.base_commit;
+    const config::ContextSettings context = services.settings.context;
+    auto git_work = [=] { return orient(info, base, context); };
+    auto oriented = co_await offload(engine_.git_pool(), git_work);
+    if (stopping_) co_return Phase::done;
+    if (oriented) {
+      orientation = std::move(oriented).value();
+    } else {
+      spdlog::warn("loop {}: the first message goes without the repository's tree: {}", spec_.id,
+                   oriented.error().message);
+    }
+  }
   PromptInputs inputs;
   inputs.loop_type = spec_.type;
   inputs.task = spec_.task;
   inputs.iteration = progress_.iteration;
   inputs.max_iterations = spec_.max_iterations;
-  inputs.validation_command =
-      spec_.validate.empty()
-          ? "loopr checks the " + std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
-                " you record with " + std::string(artifact_tool_for(spec_.type))
-          : spec_.validate;
-  inputs.tools = offered_tools(spec_.tools, services.settings);
+  inputs.validation_command = spec_.validate;
+  if (spec_.validate.empty()) {
+    inputs.validation_words = "loopr's check of the " +
+                              std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
+                              " you record with " + std::string(artifact_tool_for(spec_.type));
+  }
+  inputs.tools = offered_tools(spec_.tools, services.settings, spec_.validate);
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
   inputs.note = progress_.pending_note;
+  inputs.handoff = progress_.handoff_note;
+  inputs.branch = spec_.branch;
+  inputs.base_commit = spec_.base_commit;
+  inputs.instructions_file = orientation.instructions_file;
+  inputs.instructions = orientation.instructions;
+  inputs.instructions_cut = orientation.instructions_cut;
+  inputs.tree = orientation.tree;
+  inputs.tree_files = orientation.tree_files;
+  inputs.tree_files_shown = orientation.tree_files_shown;
+  inputs.diff_stat = orientation.diff_stat;
   progress_.pending_note.clear();
+  progress_.handoff_note.clear();
   system_ = render_template(*template_text, inputs);
   const std::string prompt = first_user_message(inputs);
   clear_messages();
@@ -569,12 +678,12 @@ void LoopRun::add_message(llm::Message message) {
 }
 
 std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
-                                           std::size_t tools_bytes) const {
+                                           std::size_t tools_bytes, bool count_turns) const {
   const std::size_t bytes = request.system.size() + messages_bytes_ + tools_bytes;
   NextCall call;
   call.input_tokens_estimate = estimate_tokens(bytes);
   call.max_output_tokens = request.max_tokens;
-  call.turns_this_iteration = progress_.turns_this_iteration;
+  call.turns_this_iteration = count_turns ? progress_.turns_this_iteration : 0;
   call.price = price();
   if (auto why = exceeded_by_call(spec_.budget, progress_.spend, call, "loop")) return *why;
   const auto& global = engine_.services().settings.budgets.global;
@@ -605,6 +714,48 @@ std::string LoopRun::plan_budget_exceeded_by_call(const NextCall& call) const {
   return {};
 }
 
+asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
+    llm::Provider& provider, const config::ProviderSettings& provider_settings,
+    const llm::ModelRequest& request) {
+  const auto& services = engine_.services();
+  const std::uint64_t sequence = request.sequence;
+  llm::TurnCallbacks callbacks;
+  callbacks.cancel = &cancel_token_;
+  callbacks.on_text = [this, sequence, &services](std::string_view text) {
+    if (!services.has_subscribers("chat.chunk")) return;
+    services.publish("chat.chunk", {{"loop_id", spec_.id},
+                                    {"iteration", progress_.iteration},
+                                    {"sequence", sequence},
+                                    {"text", std::string(text)}});
+  };
+  callbacks.on_retry = [this, &services](const llm::RetryNotice& notice) {
+    services.publish("provider.retry", {{"loop_id", spec_.id},
+                                        {"provider", spec_.provider},
+                                        {"attempt", notice.attempt},
+                                        {"max_retries", notice.max_retries},
+                                        {"delay_ms", notice.delay.count()},
+                                        {"reason", notice.reason}});
+  };
+  auto slot = co_await engine_.provider_slots().acquire(
+      spec_.provider, provider_settings.max_in_flight, abandoned_);
+  if (stopping_ || cancel_requested_) co_return std::nullopt;
+  auto turn = co_await provider.complete(request, callbacks);
+  slot = ProviderSlots::Slot{};
+  // Stopped (looprd stopping, or the tree stopping this loop to mark it):
+  // the call was cut off, not failed; the journal asks it again later.
+  if (stopping_ || cancel_requested_) co_return std::nullopt;
+  co_return std::move(turn);
+}
+
+void LoopRun::add_turn_spend(const llm::ModelTurn& turn) {
+  progress_.turns_this_iteration += 1;
+  Spend spent;
+  spent.tokens = turn.usage;
+  spent.model_turns = 1;
+  if (const config::ModelPrice* p = price()) spent.usd = cost_usd(turn.usage, *p);
+  progress_.spend += spent;
+}
+
 asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
   const auto& services = engine_.services();
   auto provider = services.provider(spec_.provider);
@@ -615,16 +766,26 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
             (provider.error().hint.empty() ? std::string() : " (" + provider.error().hint + ")"));
   }
   const auto& provider_settings = services.settings.providers.at(spec_.provider);
-  const json definitions =
-      services.tools.tool_definitions(offered_tools(spec_.tools, services.settings));
+  const json definitions = services.tools.tool_definitions(
+      offered_tools(spec_.tools, services.settings, spec_.validate));
   std::vector<llm::ToolDefinition> tools;
-  std::size_t tools_bytes = 0;  // for the budget's estimate of the input
+  std::size_t tools_bytes = 0;  // for the estimates of the input
   for (const json& definition : definitions) {
     tools.push_back({definition.value("name", ""), definition.value("description", ""),
                      definition.value("input_schema", json::object())});
+    const std::string& name = tools.back().name;
+    if (name == "build")
+      tools.back().description = command_tool_description(name, services.settings.commands.build);
+    if (name == "test")
+      tools.back().description = command_tool_description(name, services.settings.commands.test);
+    if (name == "validate")
+      tools.back().description = command_tool_description(name, spec_.validate);
     tools_bytes += tools.back().name.size() + tools.back().description.size() +
                    tools.back().input_schema.dump().size();
   }
+  ContextBudget context((*provider)->context_window(), services.settings.context.handoff_percent,
+                        provider_settings.max_tokens);
+  const auto& turn_limit = spec_.budget.turns_per_iteration;
   while (true) {
     if (!co_await pause_point()) co_return Phase::done;
     llm::ModelRequest request;
@@ -634,61 +795,189 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     request.tools = tools;
     request.max_tokens = provider_settings.max_tokens;
     request.sequence = static_cast<std::uint64_t>(progress_.spend.model_turns);
+    request.conversation = spec_.id;
     tick_wall_clock();
-    if (const std::string why = worst_budget_for_call(request, tools_bytes); !why.empty()) {
+    const std::size_t request_bytes = system_.size() + messages_bytes_ + tools_bytes;
+    // An iteration that reached its turn limit, or whose next request would
+    // fill the context past [context] handoff_percent, ends with a handoff
+    // instead of failing the loop (issue 24).
+    if (turn_limit && progress_.turns_this_iteration >= *turn_limit) {
+      co_return co_await hand_off(
+          "turn_limit",
+          "this iteration made " + std::to_string(progress_.turns_this_iteration) +
+              " model turns, its limit (turns_per_iteration)",
+          std::move(request), context, request_bytes, **provider, provider_settings, false);
+    }
+    if (progress_.turns_this_iteration > 0 && context.should_hand_off(request_bytes)) {
+      co_return co_await hand_off(
+          "context",
+          "the conversation is about " + std::to_string(context.estimate(request_bytes)) +
+              " tokens, " + std::to_string(context.percent_full(request_bytes)) + " % of the " +
+              std::to_string(context.window()) + "-token context window",
+          std::move(request), context, request_bytes, **provider, provider_settings, false);
+    }
+    if (const std::string why = worst_budget_for_call(request, tools_bytes, true); !why.empty()) {
       co_return finish(LoopStatus::budget_exhausted, why);
     }
     const std::uint64_t sequence = request.sequence;
-    llm::TurnCallbacks callbacks;
-    callbacks.cancel = &cancel_token_;
-    callbacks.on_text = [this, sequence, &services](std::string_view text) {
-      if (!services.has_subscribers("chat.chunk")) return;
-      services.publish("chat.chunk", {{"loop_id", spec_.id},
-                                      {"iteration", progress_.iteration},
-                                      {"sequence", sequence},
-                                      {"text", std::string(text)}});
-    };
-    callbacks.on_retry = [this, &services](const llm::RetryNotice& notice) {
-      services.publish("provider.retry", {{"loop_id", spec_.id},
-                                          {"provider", spec_.provider},
-                                          {"attempt", notice.attempt},
-                                          {"max_retries", notice.max_retries},
-                                          {"delay_ms", notice.delay.count()},
-                                          {"reason", notice.reason}});
-    };
-    request.conversation = spec_.id;
-    auto slot = co_await engine_.provider_slots().acquire(
-        spec_.provider, provider_settings.max_in_flight, abandoned_);
+    auto asked = co_await ask_model(**provider, provider_settings, request);
     if (stopping_) co_return Phase::done;
-    if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
-    auto turn = co_await (*provider)->complete(request, callbacks);
-    slot = ProviderSlots::Slot{};
-    // Stopped (looprd stopping, or the tree stopping this loop to mark it):
-    // the call was cut off, not failed; the journal asks it again later.
-    if (stopping_) co_return Phase::done;
-    if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
+    if (cancel_requested_ || !asked)
+      co_return finish(LoopStatus::cancelled, "cancelled by the user");
+    auto& turn = *asked;
+    if (!turn && turn.error().code == kContextOverflow) {
+      // The provider counted more than the window: believe its count, and
+      // hand off from a conversation made small enough.
+      const json& details = turn.error().details;
+      if (details.is_object() && details.contains("prompt_tokens") &&
+          details["prompt_tokens"].is_number_integer()) {
+        context.measured_tokens(details["prompt_tokens"].get<std::int64_t>(), request_bytes);
+      }
+      co_return co_await hand_off("provider_overflow",
+                                  "the provider refused the request as too long for its "
+                                  "context window (" +
+                                      turn.error().message + ")",
+                                  std::move(request), context, request_bytes, **provider,
+                                  provider_settings, true);
+    }
     if (!turn) {
       const Error& error = turn.error();
       co_return finish(LoopStatus::failed,
                        "the model call failed (" + error.code + "): " + error.message +
                            (error.hint.empty() ? std::string() : " — " + error.hint));
     }
-    progress_.turns_this_iteration += 1;
-    Spend spent;
-    spent.tokens = turn->usage;
-    spent.model_turns = 1;
-    if (const config::ModelPrice* p = price()) spent.usd = cost_usd(turn->usage, *p);
-    progress_.spend += spent;
+    add_turn_spend(*turn);
+    context.measured(turn->usage, request_bytes);
     if (!persist("model_turn", {{"sequence", sequence}, {"turn", llm::to_json(*turn)}})) {
       co_return Phase::done;
     }
     add_message(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
-    if (turn->tool_calls.empty()) co_return Phase::commit;
+    cut_at_max_tokens_ = turn->stop_reason == llm::StopReason::max_tokens;
+    if (turn->tool_calls.empty()) {
+      if (!cut_at_max_tokens_) co_return Phase::commit;
+      // The answer was cut, not finished: say so and let the model go on.
+      const std::string note = max_tokens_note(request.max_tokens);
+      if (!persist("tool_results",
+                   {{"results", json::array()}, {"note", note}, {"ends_iteration", ""}})) {
+        co_return Phase::done;
+      }
+      add_message(llm::Message{llm::Role::user, note, {}, {}});
+      continue;
+    }
     pending_calls_ = turn->tool_calls;
     const bool ends = co_await run_calls(turn->tool_calls, false);
     if (stopping_ || is_final(status_)) co_return Phase::done;
     if (ends) co_return Phase::commit;
   }
+}
+
+std::string LoopRun::max_tokens_note(std::int64_t max_tokens) const {
+  return "loopr: your answer was cut at max_tokens (" + std::to_string(max_tokens) +
+         " output tokens) before you finished it. Write smaller pieces: several edit_file "
+         "calls instead of one large write_file, and shorter text.";
+}
+
+// What loopr itself can say of an iteration when the model cannot write the
+// handoff note: the calls it made, in order.
+std::string LoopRun::calls_record() const {
+  std::string out =
+      "loopr's record of this iteration's tool calls (the model could not write a note):\n";
+  for (const llm::Message& message : messages_) {
+    for (const llm::ToolCall& call : message.tool_calls) {
+      std::string line = "- " + call.name;
+      auto args = proto::parse_json_bounded(call.arguments.empty() ? "{}" : call.arguments);
+      if (args && args->is_object()) {
+        for (const char* key : {"path", "command", "pattern", "query"}) {
+          if (auto it = args->find(key); it != args->end() && it->is_string()) {
+            line += " " + it->get<std::string>().substr(0, 160);
+            break;
+          }
+        }
+      }
+      if (out.size() + line.size() > 3000) {
+        out += "- ...\n";
+        return out;
+      }
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+asio::awaitable<LoopRun::Phase> LoopRun::hand_off(std::string reason, std::string why,
+                                                  llm::ModelRequest request, ContextBudget& context,
+                                                  std::size_t request_bytes,
+                                                  llm::Provider& provider,
+                                                  const config::ProviderSettings& provider_settings,
+                                                  bool overflowed) {
+  const std::int64_t estimate = context.estimate(request_bytes);
+  const std::string ask =
+      "loopr: this iteration ends now: " + why +
+      ". Do not call any tool. Write a handoff note for the next iteration, which starts from "
+      "a fresh context with the task, the repository, what is committed and this note: what "
+      "you found (files, causes, commands that work), what you changed and whether it is "
+      "checked, and what is left to do, in order. Be specific and brief (at most 300 words).";
+  // The last message is the user's (the first prompt or tool results): the
+  // request goes on from it, so the prompt cache still serves its prefix.
+  if (request.messages.empty() || request.messages.back().role != llm::Role::user) {
+    request.messages.push_back(llm::Message{llm::Role::user, {}, {}, {}});
+  }
+  llm::Message& last = request.messages.back();
+  last.text += (last.text.empty() ? "" : "\n\n") + ask;
+  request.max_tokens = std::min<std::int64_t>(request.max_tokens, 2048);
+  std::size_t bytes = request_bytes + ask.size() + 2;
+  // Results the conversation cannot hold any more make room, oldest first.
+  bool dropped = false;
+  const std::string stub = "[result dropped to make room for the handoff note]";
+  for (llm::Message& message : request.messages) {
+    if (!overflowed && context.fits(bytes, request.max_tokens)) break;
+    for (llm::ToolResult& result : message.tool_results) {
+      if (result.content.size() <= stub.size()) continue;
+      bytes -= result.content.size() - stub.size();
+      result.content = stub;
+      dropped = true;
+    }
+    if (overflowed && dropped && context.fits(bytes, request.max_tokens)) break;
+  }
+  std::string note;
+  std::string by = "loopr";
+  json turn_json = nullptr;
+  const bool affordable = worst_budget_for_call(request, 0, false).empty();
+  if (context.fits(bytes, request.max_tokens) && affordable) {
+    auto asked = co_await ask_model(provider, provider_settings, request);
+    if (stopping_) co_return Phase::done;
+    if (cancel_requested_ || !asked)
+      co_return finish(LoopStatus::cancelled, "cancelled by the user");
+    if (*asked) {
+      const llm::ModelTurn& turn = **asked;
+      add_turn_spend(turn);
+      turn_json = llm::to_json(turn);
+      note = std::string(trim_blanks(turn.text));
+      if (!note.empty()) by = "model";
+    } else {
+      spdlog::warn("loop {}: the handoff note could not be asked for: {}", spec_.id,
+                   asked->error().message);
+    }
+  }
+  if (note.empty()) note = calls_record();
+  progress_.handoff = {{"reason", reason},
+                       {"why", why},
+                       {"estimate_tokens", estimate},
+                       {"context_window", context.window()},
+                       {"turns", progress_.turns_this_iteration},
+                       {"results_dropped", dropped},
+                       {"by", by}};
+  progress_.handoff_note = note.substr(0, 8000);
+  progress_.handoffs += 1;
+  json step = progress_.handoff;
+  step["note"] = progress_.handoff_note;
+  step["sequence"] = request.sequence;
+  step["turn"] = turn_json;
+  if (!persist("handoff", step)) co_return Phase::done;
+  spdlog::info("loop {} iteration {} hands off ({}): {}", spec_.id, progress_.iteration, reason,
+               why);
+  pending_calls_.clear();
+  co_return Phase::commit;
 }
 
 asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls, bool resumed) {
@@ -700,12 +989,14 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   std::vector<bool> interrupted(calls.size(), false);
   std::vector<GatewayCall> dispatch;
   std::vector<std::size_t> dispatch_index;
-  std::vector<std::size_t> hosted;  // of dispatch: tools looprd runs that consult a model
+  std::vector<std::size_t> hosted;     // of dispatch: tools looprd runs that consult a model
+  std::vector<bool> validation_calls;  // of dispatch: the loop's validate
   bool completes = false;
 
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const llm::ToolCall& call = calls[i];
-    if (std::find(spec_.tools.begin(), spec_.tools.end(), call.name) == spec_.tools.end()) {
+    if (call.name != "read_output" &&
+        std::find(spec_.tools.begin(), spec_.tools.end(), call.name) == spec_.tools.end()) {
       outcomes[i] = tool_error(errc::invalid_arguments,
                                "there is no tool '" + call.name.substr(0, 100) + "' in this loop",
                                "use one of: " + join(spec_.tools));
@@ -714,6 +1005,16 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     }
     // The model's arguments are untrusted: parsed with a depth bound.
     auto parsed_args = proto::parse_json_bounded(call.arguments.empty() ? "{}" : call.arguments);
+    if (!parsed_args && cut_at_max_tokens_) {
+      outcomes[i] = tool_error(
+          errc::invalid_arguments,
+          call.name + ": the arguments were cut off: " +
+              max_tokens_note(engine_.services().settings.providers.at(spec_.provider).max_tokens)
+                  .substr(7),
+          "send this call again with less in it, in smaller pieces");
+      malformed[i] = true;
+      continue;
+    }
     if (!parsed_args || !parsed_args->is_object()) {
       outcomes[i] =
           tool_error(errc::invalid_arguments,
@@ -738,6 +1039,9 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
         outcomes[i] = tool_error(valid.error().code, call.name + ": " + valid.error().message,
                                  valid.error().hint);
         malformed[i] = true;
+      } else if (call.name == "read_output") {
+        outcomes[i] = read_output(args);
+        if (!outcomes[i].value("ok", false)) malformed[i] = true;
       } else if (call.name == "complete_task") {
         completes = true;
         progress_.complete_task_called = true;
@@ -780,6 +1084,9 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     if (tool->lane == config::lanes::daemon && consults_a_model(call.name)) {
       hosted.push_back(dispatch.size());
     }
+    // validate runs the loop's own validation command (the router's would
+    // run [commands] validate).
+    validation_calls.push_back(call.name == "validate" && !spec_.validate.empty());
     dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt});
     dispatch_index.push_back(i);
   }
@@ -818,8 +1125,28 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       for (std::size_t j : hosted)
         dispatch[j].allowance = share;
     }
-    auto results = co_await services.tools.run_calls(spec_.id, spec_.worktree, spec_.repo,
-                                                     std::move(dispatch));
+    // In call order: runs of gateway calls between the loop's validate calls.
+    std::vector<json> results;
+    std::vector<GatewayCall> batch;
+    for (std::size_t j = 0; j <= dispatch.size(); ++j) {
+      const bool validation = j < dispatch.size() && validation_calls[j];
+      if ((j == dispatch.size() || validation) && !batch.empty()) {
+        auto batch_results = co_await services.tools.run_calls(spec_.id, spec_.worktree, spec_.repo,
+                                                               std::move(batch));
+        batch.clear();
+        for (json& result : batch_results)
+          results.push_back(std::move(result));
+        if (stopping_) break;
+      }
+      if (j == dispatch.size()) break;
+      if (validation) {
+        results.push_back(
+            co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate));
+        if (stopping_) break;
+      } else {
+        batch.push_back(std::move(dispatch[j]));
+      }
+    }
     // looprd is stopping: these results may be cancellations; the journal
     // keeps the calls as started, and the restart reports them.
     if (stopping_) co_return true;
@@ -830,6 +1157,24 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       if (outcomes[dispatch_index[j]].value("status", "") == "invalid") {
         malformed[dispatch_index[j]] = true;
       }
+    }
+  }
+
+  // Lint after edit ([commands] lint): what it reports of each edited file
+  // that the file's last lint did not, added to the edit's result.
+  std::vector<std::string> lint_notes(calls.size());
+  if (!services.settings.commands.lint.empty() && !stopping_ && !cancel_requested_) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if ((calls[i].name != "edit_file" && calls[i].name != "write_file") ||
+          !outcomes[i].value("ok", false)) {
+        continue;
+      }
+      const std::string path = field_text(outcomes[i].value("output", json::object()), "path");
+      if (path.empty() || !lint_wanted(services.settings.commands, path)) continue;
+      const json linted = co_await services.tools.run_validation(
+          spec_.id, spec_.worktree, lint_command(services.settings.commands.lint, path));
+      if (stopping_) co_return true;
+      lint_notes[i] = new_lint_problems(path, linted);
     }
   }
 
@@ -847,11 +1192,19 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     llm::ToolResult result;
     result.call_id = calls[i].id;
     result.name = calls[i].name;
-    result.content = result_content(outcome);
+    const auto cap =
+        static_cast<std::size_t>(services.settings.context.tool_result_cap(calls[i].name));
+    CappedView view = capped_view(calls[i].name, calls[i].id, outcome, cap);
+    if (view.cut) full_views_[calls[i].id] = full_view(calls[i].name, outcome);
+    result.content = std::move(view.text);
+    if (!lint_notes[i].empty()) result.content += lint_notes[i];
     result.is_error = !outcome.value("ok", false);
     json entry = llm::to_json(result);
     entry["ok"] = !result.is_error;
     entry["status"] = outcome.value("status", "error");
+    // The whole result stays in the journal (the model read `content`):
+    // read_output and a restart's read-before-edit come back to it.
+    entry["outcome"] = outcome;
     if (interrupted[i]) entry["interrupted"] = true;
     stored.push_back(entry);
     reply.tool_results.push_back(std::move(result));
@@ -915,6 +1268,60 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   add_message(std::move(reply));
   pending_calls_.clear();
   co_return !ends_iteration.empty();
+}
+
+json LoopRun::read_output(const json& args) const {
+  const std::string call_id = field_text(args, "call_id");
+  auto it = full_views_.find(call_id);
+  if (it == full_views_.end()) {
+    return tool_error(
+        errc::not_found,
+        "read_output: no cut result of a call '" + call_id.substr(0, 100) + "' in this iteration",
+        "name the call_id the cut marker gives; results of earlier iterations are "
+        "gone with their context: run the tool again");
+  }
+  std::size_t offset = 0;
+  if (auto o = args.find("offset"); o != args.end() && o->is_number_unsigned()) {
+    offset = o->get<std::size_t>();
+  }
+  const auto cap =
+      static_cast<std::size_t>(engine_.services().settings.context.tool_result_cap("read_output"));
+  return {{"status", "success"}, {"ok", true}, {"output", view_page(it->second, offset, cap)}};
+}
+
+std::string LoopRun::new_lint_problems(const std::string& path, const json& outcome) {
+  const std::string& command = engine_.services().settings.commands.lint;
+  const json output = outcome.value("output", json());
+  if (!outcome.value("ok", false) || !output.is_object()) {
+    const json error = outcome.value("error", json::object());
+    return "\nlint (`" + command + "`) could not run: " + field_text(error, "message") + "\n";
+  }
+  std::set<std::string> lines;
+  const json exit_code = output.value("exit_code", json());
+  if (!(exit_code.is_number_integer() && exit_code.get<int>() == 0)) {
+    std::string text = field_text(output, "output");
+    if (text.empty()) text = field_text(output, "stdout") + "\n" + field_text(output, "stderr");
+    std::size_t at = 0;
+    while (at < text.size()) {
+      std::size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      const std::string line(trim_blanks(std::string_view(text).substr(at, end - at)));
+      if (!line.empty()) lines.insert(line);
+      at = end + 1;
+    }
+  }
+  std::set<std::string>& seen = lint_seen_[path];
+  std::string fresh;
+  std::size_t count = 0;
+  for (const std::string& line : lines) {
+    if (seen.count(line) != 0) continue;
+    count += 1;
+    if (fresh.size() < 4000) fresh += line.substr(0, 400) + "\n";
+  }
+  seen = std::move(lines);
+  if (count == 0) return {};
+  return "\nlint (`" + command + "`) reports " + std::to_string(count) + " new problem" +
+         (count == 1 ? "" : "s") + " in " + path + ":\n" + fresh;
 }
 
 json LoopRun::record_artifact(const std::string& tool, const json& args) {
@@ -998,6 +1405,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::commit() {
 
 asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const auto& services = engine_.services();
+  if (progress_.handoff.is_object()) co_return handed_off();
   const bool document_loop = !artifact_tool_for(spec_.type).empty();
   const std::string command =
       spec_.validate.empty() && document_loop
@@ -1120,6 +1528,38 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
                                       {"phase", "validated"},
                                       {"validation", validation}});
   co_return Phase::decide;
+}
+
+LoopRun::Phase LoopRun::handed_off() {
+  // The model did not say the work is done: nothing to validate. The next
+  // iteration starts from the handoff note and the committed worktree.
+  const json& handoff = progress_.handoff;
+  progress_.iterations.push_back({{"iteration", progress_.iteration},
+                                  {"started_at_ms", progress_.started_at_ms},
+                                  {"ended_at_ms", now_ms()},
+                                  {"model_turns", progress_.turns_this_iteration},
+                                  {"tool_calls", progress_.calls_this_iteration},
+                                  {"commit", last_commit_},
+                                  {"changed", iteration_changed_},
+                                  {"handoff", handoff},
+                                  {"validation", nullptr}});
+  progress_.notes.push_back("Iteration " + std::to_string(progress_.iteration) + ": " +
+                            (iteration_changed_ ? "changed files" : "changed nothing") +
+                            "; handed off (" + handoff.value("why", std::string()) +
+                            "), not validated");
+  progress_.next = NextStep::new_iteration;
+  if (progress_.iteration - progress_.iteration_base >= spec_.max_iterations) {
+    progress_.next = NextStep::max_iterations;
+    progress_.next_reason = "max_iterations: " + std::to_string(spec_.max_iterations) +
+                            " iterations without passing validation (the last one handed off: " +
+                            handoff.value("why", std::string()) + ")";
+  }
+  if (!persist("handed_off", handoff)) return Phase::done;
+  engine_.services().publish("loop.iteration", {{"loop_id", spec_.id},
+                                                {"iteration", progress_.iteration},
+                                                {"phase", "handed_off"},
+                                                {"handoff", handoff}});
+  return Phase::decide;
 }
 
 LoopRun::Phase LoopRun::decide() {

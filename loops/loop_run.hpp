@@ -23,14 +23,19 @@
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "llm/cancel_token.hpp"
 #include "llm/conversation.hpp"
+#include "llm/provider.hpp"
 #include "loops/budget.hpp"
+#include "loops/context_budget.hpp"
 #include "loops/loop_health.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
@@ -96,11 +101,36 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   asio::awaitable<Phase> restore();
   asio::awaitable<Phase> start_iteration();
   asio::awaitable<Phase> model_phase();
+  // One model call with the provider's slot; nullopt when the loop was
+  // stopped or cancelled meanwhile.
+  asio::awaitable<std::optional<Result<llm::ModelTurn>>> ask_model(
+      llm::Provider& provider, const config::ProviderSettings& provider_settings,
+      const llm::ModelRequest& request);
+  void add_turn_spend(const llm::ModelTurn& turn);
+  // Ends the iteration with a handoff (issue 24): asks the model, within
+  // what the window and the budgets leave, for a note the next iteration
+  // starts from (dropping old results when the conversation cannot hold the
+  // question; `overflowed`: the provider already refused it as too long),
+  // else writes loopr's own record of the calls; stores a `handoff` step.
+  asio::awaitable<Phase> hand_off(std::string reason, std::string why, llm::ModelRequest request,
+                                  ContextBudget& context, std::size_t request_bytes,
+                                  llm::Provider& provider,
+                                  const config::ProviderSettings& provider_settings,
+                                  bool overflowed);
+  std::string max_tokens_note(std::int64_t max_tokens) const;
+  // read_output: a page of a result of this iteration that was cut.
+  nlohmann::json read_output(const nlohmann::json& args) const;
+  // Lint after edit: the problems `outcome` (the lint command's result)
+  // reports for `path` that its last lint did not, as a note; "" for none.
+  std::string new_lint_problems(const std::string& path, const nlohmann::json& outcome);
+  std::string calls_record() const;
   // Runs one turn's calls; true when the iteration's model phase ends.
   asio::awaitable<bool> run_calls(const std::vector<llm::ToolCall>& calls, bool resumed);
   asio::awaitable<Phase> commit();
   asio::awaitable<Phase> validate();
   Phase decide();
+  // validate() of an iteration that handed off: no validation, on to the next.
+  Phase handed_off();
   // Waits while paused; false when the run must end (cancel or stop).
   asio::awaitable<bool> pause_point();
 
@@ -123,8 +153,8 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void tick_wall_clock();
   // The budget the next call could overrun ("" when it fits); `tools_bytes`:
   // the size of the tool definitions, computed once per model phase.
-  std::string worst_budget_for_call(const llm::ModelRequest& request,
-                                    std::size_t tools_bytes) const;
+  std::string worst_budget_for_call(const llm::ModelRequest& request, std::size_t tools_bytes,
+                                    bool count_turns) const;
   void clear_messages();
   void add_message(llm::Message message);  // keeps messages_bytes_
   const config::ModelPrice* price() const;
@@ -146,6 +176,12 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   std::string last_commit_;
   nlohmann::json validation_;  // the `validation` step's data, for decide()
   CallRepeats repeats_;
+  bool cut_at_max_tokens_ = false;  // the last model turn stopped at max_tokens
+  // This iteration's results that were cut for the model: call id → the
+  // whole view (tool_result_view.hpp), which read_output pages.
+  std::map<std::string, std::string> full_views_;
+  // Lint after edit: path → the problem lines its last lint reported.
+  std::map<std::string, std::set<std::string>> lint_seen_;
 
   llm::CancelToken cancel_token_;
   bool in_run_ = false;

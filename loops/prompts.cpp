@@ -1,5 +1,6 @@
 #include "loops/prompts.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -7,46 +8,108 @@
 namespace loopr::loops {
 namespace {
 
+// How every loop works, whatever its type. Nothing here changes between
+// iterations (see prompts.hpp).
 constexpr const char* kCommon =
-    "You work in a git worktree of the user's repository; every path is relative to its root. "
-    "Use the tools to look before you change anything: read a file before you edit it. Tool "
-    "results are JSON; an error says what went wrong and what to do instead. Work in small, "
-    "verifiable steps.\n\n"
-    "Each iteration starts from a fresh context: what earlier iterations did is summarized in "
-    "the first message. After you end your turn, loopr itself runs the validation command "
-    "`{{validation_command}}` in the worktree; the work is done only when it passes. If it "
-    "fails, the next iteration starts with its output.\n\n"
-    "Iteration {{iteration}} of at most {{max_iterations}}. Tools: {{tools}}.\n\n"
-    "If memory_search is among them, notes earlier loops kept about this repository may save "
-    "you work: search them before you explore. Keep what a later loop should know (a command "
-    "that works, a decision and its reason, a trap) with memory_save; update a note that is "
-    "wrong rather than adding another. If oracle is among them, it asks a second model for "
-    "advice: use it when you are stuck or unsure of a design, with the files it needs.";
+    "You work in a git worktree of the user's repository, on a branch of your own; every path "
+    "is relative to the worktree's top. Tools: {{tools}}.\n\n"
+    "How to work:\n"
+    "- Look before you change anything: read the files involved (read_file pages long files; "
+    "continue at the offset it gives) and search with grep and glob rather than guessing "
+    "paths.\n"
+    "- Read a file before you edit or overwrite it; prefer edit_file with a small, unique "
+    "old_string over rewriting a file. Keep each tool call's arguments small: write a big file "
+    "in several edits rather than one huge call.\n"
+    "- Tool results are compact text: a command's result starts with its exit code and "
+    "duration, then its output as a terminal shows it. A long result is cut in the middle; "
+    "the cut marker says how to read the rest with read_output. An error says what went wrong "
+    "and what to do instead.\n"
+    "- Keep going until the task is done; do not stop to ask the user, who is not watching. "
+    "If something blocks you, say what and why in your final answer.\n\n"
+    "Iterations: each iteration starts from a fresh context. Its first message tells you the "
+    "task, the repository (its instructions for agents, its files), what earlier iterations "
+    "committed on this branch and their notes, and the last validation's failure. When your "
+    "context fills up, loopr asks you for a handoff note and the next iteration goes on from "
+    "it; make the note count.\n\n"
+    "The work is judged by {{validation_command}}.{{tool_guidance}}";
 
 const std::map<std::string, std::string>& builtins() {
   static const std::map<std::string, std::string> templates = {
       {"code", std::string("You are loopr's code agent. Make the change the task asks for, "
-                           "completely, and nothing else. ") +
+                           "completely, and nothing else.\n\n") +
                    kCommon +
-                   "\n\nWhen the change is complete and you expect the validation to pass, call "
-                   "complete_task with a short summary of what you changed."},
+                   "\n\nWork in this order: reproduce the problem or find where the change "
+                   "goes, make the change, run the checks, fix what they report. When the "
+                   "change is complete and the checks pass, call complete_task with a short "
+                   "summary of what you changed."},
       {"plan", std::string("You are loopr's planning agent. Study the repository and break the "
                            "change the task describes into specs: 1 to 10, each with a unique "
                            "name usable as a branch name, a title, a description, and the "
-                           "names of the specs it depends on. ") +
+                           "names of the specs it depends on. You change no file: read, "
+                           "search, then record the plan.\n\n") +
                    kCommon + "\n\nRecord the plan with create_plan."},
       {"spec", std::string("You are loopr's spec agent. Turn the spec in the task into 3 to 7 "
-                           "ordered phases, each with a name, title and description. ") +
+                           "ordered phases, each with a name, title and description.\n\n") +
                    kCommon + "\n\nRecord the spec with create_spec."},
       {"phase", std::string("You are loopr's phase agent. Turn the phase in the task into "
                             "concrete tasks (create, modify or delete a file) and a shell "
-                            "command that validates them. ") +
+                            "command that validates them.\n\n") +
                     kCommon + "\n\nRecord the phase with create_phase."},
   };
   return templates;
 }
 
+bool offered(const std::vector<std::string>& tools, const char* name) {
+  return std::find(tools.begin(), tools.end(), name) != tools.end();
+}
+
+// Paragraphs for the offered tools only: a paragraph about a tool the model
+// does not have would only mislead it.
+std::string tool_guidance(const PromptInputs& inputs) {
+  std::string out;
+  const bool validate = offered(inputs.tools, "validate");
+  const bool test = offered(inputs.tools, "test");
+  const bool build = offered(inputs.tools, "build");
+  if (validate || test || build) {
+    out += "\n\nChecks: ";
+    if (validate) {
+      out +=
+          "validate runs the loop's own validation command now, so you can see what the "
+          "judge will see before you finish. ";
+    }
+    if (test) out += "test runs the project's test command. ";
+    if (build) out += "build runs the project's build command. ";
+    out +=
+        "Run them after each change that could break something; they run on a shared lane, "
+        "so do not run them after every read.";
+  }
+  if (offered(inputs.tools, "memory_search")) {
+    out +=
+        "\n\nMemory: notes earlier loops kept about this repository may save you work: search "
+        "them (memory_search) before you explore.";
+    if (offered(inputs.tools, "memory_save")) {
+      out +=
+          " Keep what a later loop should know (a command that works, a decision and its "
+          "reason, a trap) with memory_save; update a note that is wrong rather than adding "
+          "another.";
+    }
+  }
+  if (offered(inputs.tools, "oracle")) {
+    out +=
+        "\n\nOracle: the oracle tool asks a second model for advice: use it when you are stuck "
+        "or unsure of a design, with the files it needs.";
+  }
+  return out;
+}
+
 constexpr std::size_t kMaxTemplateBytes = 256 * 1024;
+
+std::string validation_words(const PromptInputs& inputs) {
+  if (!inputs.validation_words.empty()) return inputs.validation_words;
+  if (inputs.validation_command.empty()) return "(no validation command)";
+  return "the validation command `" + inputs.validation_command +
+         "`, which loopr runs in the worktree; it must exit 0";
+}
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
@@ -84,9 +147,9 @@ std::string render_template(const std::string& text, const PromptInputs& inputs)
       {"task", inputs.task},
       {"iteration", std::to_string(inputs.iteration)},
       {"max_iterations", std::to_string(inputs.max_iterations)},
-      {"validation_command",
-       inputs.validation_command.empty() ? "(none)" : inputs.validation_command},
+      {"validation_command", validation_words(inputs)},
       {"tools", join(inputs.tools, ", ")},
+      {"tool_guidance", tool_guidance(inputs)},
   };
   std::string out;
   out.reserve(text.size());
@@ -112,17 +175,44 @@ std::string render_template(const std::string& text, const PromptInputs& inputs)
 std::string first_user_message(const PromptInputs& inputs) {
   std::ostringstream out;
   out << "# Task\n\n" << inputs.task << "\n";
+  if (!inputs.instructions.empty()) {
+    out << "\n# The repository's instructions (" << inputs.instructions_file << ")\n\n"
+        << inputs.instructions;
+    if (inputs.instructions.back() != '\n') out << "\n";
+    if (inputs.instructions_cut) {
+      out << "[cut here; read_file " << inputs.instructions_file << " for the rest]\n";
+    }
+  }
+  if (!inputs.tree.empty()) {
+    out << "\n# Files (" << inputs.tree_files << " in the worktree";
+    if (inputs.tree_files_shown < inputs.tree_files) {
+      out << ", " << inputs.tree_files_shown << " named here; list_directory and glob show the "
+          << "rest";
+    }
+    out << "; .gitignore'd files left out)\n\n" << inputs.tree;
+  }
+  if (!inputs.diff_stat.empty()) {
+    out << "\n# Already done on this branch\n\n"
+        << "Earlier iterations' work is committed on " << inputs.branch
+        << ": `git diff` shows only what you change now; `git diff "
+        << inputs.base_commit.substr(0, 12) << "` shows everything since the loop began.\n\n"
+        << inputs.diff_stat;
+  }
   if (!inputs.progress.empty()) {
     out << "\n# Progress so far\n\n";
     for (const std::string& line : inputs.progress)
       out << "- " << line << "\n";
   }
+  if (!inputs.handoff.empty()) {
+    out << "\n# Handoff from the last iteration\n\n" << inputs.handoff << "\n";
+  }
   if (!inputs.feedback.empty()) {
     out << "\n# The last iteration did not pass\n\n" << inputs.feedback << "\n";
   }
   if (!inputs.note.empty()) out << "\n# Note from loopr\n\n" << inputs.note << "\n";
-  out << "\nThis is iteration " << inputs.iteration << " of at most " << inputs.max_iterations
-      << ".";
+  out << "\n# This iteration\n\nIteration " << inputs.iteration << " of at most "
+      << inputs.max_iterations << ". When you end your turn, loopr commits the worktree and "
+      << "the work is judged by " << validation_words(inputs) << ".";
   return out.str();
 }
 

@@ -1,14 +1,21 @@
-// Prompts: each iteration's fresh context. A loop type's system prompt comes
-// from a built-in template ("plan", "spec", "phase", "code") or from the file
-// named by [loops.TYPE] prompt_template; the first user message is always
-// the task, the iteration, progress notes of the iterations before, the
-// previous iteration's failure and loopr's notes.
+// Prompts: each iteration's fresh context (issue 24: what the model sees,
+// docs/model-context.md). A loop type's system prompt comes from a built-in
+// template ("plan", "spec", "phase", "code") or from the file named by
+// [loops.TYPE] prompt_template; it says how to work and is the same in every
+// iteration of a loop (nothing per iteration in it, so a provider's prompt
+// cache keeps it). The first user message carries what changes: the task,
+// the repository's instructions and file tree, what earlier iterations
+// committed, their progress notes and handoff, the last validation failure,
+// loopr's notes, how the iteration is judged and its number.
 //
-// Templates use {{name}} placeholders: task, iteration, max_iterations,
-// validation_command, tools (the offered tools' names). Unknown names are
-// left as written.
+// Templates use {{name}} placeholders: task, validation_command, tools (the
+// offered tools' names), tool_guidance (paragraphs for the offered tools:
+// checks, memory notes, the oracle), iteration and max_iterations (these two
+// change every iteration: a template that uses them defeats prompt caching).
+// Unknown names are left as written.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,11 +29,23 @@ struct PromptInputs {
   std::string task;
   std::int64_t iteration = 1;
   std::int64_t max_iterations = 1;
-  std::string validation_command;
+  std::string validation_command;  // the loop's own; empty: an artifact loop's check
+  std::string validation_words;    // how the iteration is judged, in words
   std::vector<std::string> tools;
   std::vector<std::string> progress;  // one line or paragraph per earlier iteration
   std::string feedback;               // the previous iteration's failure
   std::string note;                   // loopr's note (loop health)
+  std::string handoff;                // the last iteration's handoff note
+  // The repository (Orientation, read by the engine); empty parts are left out.
+  std::string branch;
+  std::string base_commit;
+  std::string instructions_file;
+  std::string instructions;
+  bool instructions_cut = false;
+  std::string tree;
+  std::size_t tree_files = 0;
+  std::size_t tree_files_shown = 0;
+  std::string diff_stat;
 };
 
 // The template's text: built-in for a bare name, else the file's contents

@@ -328,6 +328,10 @@ void LoopDetail::apply_step(const json& step) {
         append_capped(entry->output, string_of(data, "output"), kMaxOutputBytes, false);
   } else if (kind == "note") {
     line(DetailEntry::Kind::note, "note: " + string_of(data, "text"));
+  } else if (kind == "handoff") {
+    line(DetailEntry::Kind::event,
+         "handoff (" + string_of(data, "reason") + "): " + string_of(data, "why"));
+    line(DetailEntry::Kind::note, "handoff note: " + string_of(data, "note"));
   } else if (kind == "committed") {
     line(DetailEntry::Kind::event,
          "committed " + client::short_commit(member(data, "commit")) +
