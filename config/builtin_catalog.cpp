@@ -98,6 +98,8 @@ constexpr std::string_view kListDirectoryOutput = R"({"type": "object",
                           "additionalProperties": false}},
     "truncated": {"type": "boolean"},
     "total_seen": {"type": "integer", "minimum": 0},
+    "ignored": {"type": "integer", "minimum": 1,
+                "description": "Entries left out because .gitignore or .git/info/exclude ignores them (an ignored folder counts once); absent when none were."},
     "hint": {"type": "string"}},
   "required": ["path", "entries", "truncated"],
   "additionalProperties": false})";
@@ -347,8 +349,10 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 {"list_directory", lanes::no_net, 5 * kSecond, 100000, SafetyTier::read_only,
  "List a folder of the worktree: each entry with its path, size and whether it is a folder. "
- "With `recursive`, descends up to `max_depth` levels. Long listings are capped; narrow the "
- "path or use glob.",
+ "With `recursive`, descends up to `max_depth` levels. Entries ignored by .gitignore (or "
+ ".git/info/exclude) are left out and counted in `ignored`; pass `include_ignored` to list "
+ "them too. .git is listed but not entered. Long listings are capped; narrow the path or use "
+ "glob.",
  R"({"type": "object",
      "properties": {
        "path": {"type": "string", "default": ".",
@@ -356,7 +360,9 @@ constexpr BuiltinTool kBuiltinTools[] = {
        "recursive": {"type": "boolean", "default": false,
                      "description": "Also list the contents of sub-folders."},
        "max_depth": {"type": "integer", "minimum": 1, "default": 10,
-                     "description": "How many levels to descend when recursive."}},
+                     "description": "How many levels to descend when recursive."},
+       "include_ignored": {"type": "boolean", "default": false,
+                           "description": "Also list entries that .gitignore ignores (node_modules, build output, ...)."}},
      "additionalProperties": false})", kListDirectoryOutput},
 
 {"glob", lanes::no_net, 30 * kSecond, 50000, SafetyTier::read_only,

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "common/unique_fd.hpp"
+#include "common/worktree_path.hpp"
 
 namespace loopr::tool {
 
@@ -99,6 +100,21 @@ IgnoreScope::Ptr IgnoreScope::for_root(int root_fd) {
     }
   }
   return std::make_shared<const IgnoreScope>(std::move(scope));
+}
+
+IgnoreScope::Ptr IgnoreScope::for_walk_of(int root_fd, std::string_view start) {
+  Ptr scope = for_root(root_fd);
+  const std::vector<std::string> parts = split_path(start);
+  std::string relative = ".";
+  UniqueFd dir(::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (std::size_t i = 0; i + 1 < parts.size() && dir; ++i) {
+    dir.reset(
+        ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) break;
+    relative = relative == "." ? parts[i] : relative + "/" + parts[i];
+    scope = child(scope, relative, read_gitignore(dir.get(), ".gitignore"));
+  }
+  return scope;
 }
 
 IgnoreScope::Ptr IgnoreScope::child(const Ptr& parent, std::string dir_relative,

@@ -64,6 +64,14 @@ class IgnoreScope {
   // The worktree root's scope. `root_fd` is borrowed: reads .gitignore and
   // .git/info/exclude (each component opened with O_NOFOLLOW).
   static Ptr for_root(int root_fd);
+  // The scope a walk of `start` (relative to the worktree root, "." for the
+  // root) begins with: the root's, plus the .gitignore of each directory
+  // from the root down to `start`'s parent. `start`'s own .gitignore is not
+  // read (the walker reads it with the directory); nor does a rule that
+  // ignores `start` itself apply (an explicit path is walked). Each
+  // component is opened with O_NOFOLLOW from `root_fd` (borrowed); a
+  // component that cannot be opened ends the chain there.
+  static Ptr for_walk_of(int root_fd, std::string_view start);
   // The scope of `dir_relative` (relative to the worktree root, "." for the
   // root), a child directory of `parent`'s directory, given its rules.
   // Returns `parent` itself when `rules` is empty.

@@ -290,20 +290,9 @@ Result<WalkStats> walk_tree(const Worktree& worktree, std::string_view start,
   if (!opened) return std::move(opened).error();
 
   // Rules of the start directory's ancestors, root first.
-  IgnoreScope::Ptr scope = IgnoreScope::empty();
-  if (options.gitignore) {
-    scope = IgnoreScope::for_root(worktree.root_fd());
-    const std::vector<std::string> parts = split_path(start);
-    std::string relative = ".";
-    UniqueFd dir(::openat(worktree.root_fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    for (std::size_t i = 0; i + 1 < parts.size() && dir; ++i) {
-      dir.reset(
-          ::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!dir) break;
-      relative = join(relative, parts[i]);
-      scope = IgnoreScope::child(scope, relative, read_gitignore(dir.get(), ".gitignore"));
-    }
-  }
+  const IgnoreScope::Ptr scope = options.gitignore
+                                     ? IgnoreScope::for_walk_of(worktree.root_fd(), start)
+                                     : IgnoreScope::empty();
   // The start directory is read by a worker through its parent-less item;
   // its fd from openat2 proves it exists beneath the root.
   std::atomic<std::size_t> unused{0};

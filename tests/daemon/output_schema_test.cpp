@@ -313,9 +313,19 @@ TEST_F(OutputSchemaTest, SearchTools) {
     write("crowd/f" + std::to_string(i), "");
   ASSERT_EQ(::symlink("src", path("src-link").c_str()), 0);
 
-  // list_directory: one level, recursive, and a listing over its cap.
+  // list_directory: one level, recursive, entries a .gitignore ignores (and
+  // then listed too), and a listing over its cap.
   json top = call("list_directory", {});
   EXPECT_EQ(top["truncated"], false);
+  write("vendor/.gitignore", "cache/\n");
+  write("vendor/cache/blob.txt", "");
+  write("vendor/lib.txt", "");
+  json vendor = call("list_directory", {{"path", "vendor"}});
+  EXPECT_EQ(vendor["ignored"], 1) << vendor.dump();
+  EXPECT_EQ(vendor["entries"].size(), 2u) << vendor.dump();
+  EXPECT_EQ(
+      call("list_directory", {{"path", "vendor"}, {"include_ignored", true}})["entries"].size(),
+      3u);
   call("list_directory", {{"path", "src"}, {"recursive", true}, {"max_depth", 2}});
   // 2001 entries: past list_directory's own 2000 and, at ~65 bytes each, past
   // its 100 kB output cap too: cut to fit that (loopr-tool/output_fit.hpp)

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/utf8.hpp"
@@ -230,6 +231,81 @@ TEST_F(ListDirectory, CapsTheListingAndSaysSo) {
   EXPECT_EQ(out["entries"].size(), 2000u);
   EXPECT_EQ(out["truncated"], true);
   EXPECT_EQ(out["total_seen"], 2100);
+}
+
+std::vector<std::string> listed_paths(const json& listing) {
+  std::vector<std::string> paths;
+  for (const auto& e : listing["entries"])
+    paths.push_back(e["path"]);
+  return paths;
+}
+
+// A tree with ignored folders (node_modules/, build/), an ignored pattern
+// with a negation (*.log, !keep.log), a nested .gitignore and an entry of
+// .git/info/exclude.
+void write_ignoring_tree(TempTree& tree) {
+  tree.write(".gitignore", "node_modules/\nbuild/\n*.log\n!keep.log\n");
+  tree.write(".git/info/exclude", "secret.txt\n");
+  tree.write("node_modules/pkg/index.js", "x");
+  tree.write("build/out.o", "x");
+  tree.write("secret.txt", "x");
+  tree.write("README.md", "x");
+  tree.write("src/a.cpp", "x");
+  tree.write("src/debug.log", "x");
+  tree.write("src/keep.log", "x");
+  tree.write("src/.gitignore", "generated/\n");
+  tree.write("src/generated/g.cpp", "x");
+  tree.write("lib/generated/kept.cpp", "x");  // src/.gitignore does not reach lib/
+}
+
+TEST_F(ListDirectory, GitignoredEntriesAreLeftOutAndCounted) {
+  write_ignoring_tree(tree_);
+  const auto top = ok(list_directory, json::object());
+  EXPECT_EQ(listed_paths(top),
+            (std::vector<std::string>{".git", ".gitignore", "README.md", "lib", "src"}));
+  EXPECT_EQ(top["ignored"], 3) << top.dump();  // node_modules, build, secret.txt
+  EXPECT_EQ(top["truncated"], false);
+  const std::string hint = top["hint"];
+  EXPECT_NE(hint.find("3 entries ignored by .gitignore"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("include_ignored: true"), std::string::npos) << hint;
+
+  const auto all = ok(list_directory, {{"recursive", true}});
+  EXPECT_EQ(listed_paths(all),
+            (std::vector<std::string>{".git", ".gitignore", "README.md", "lib", "lib/generated",
+                                      "lib/generated/kept.cpp", "src", "src/.gitignore",
+                                      "src/a.cpp", "src/keep.log"}));
+  // node_modules, build and secret.txt; src/debug.log (*.log); src/generated
+  // (the nested file). Nothing inside an ignored folder is counted.
+  EXPECT_EQ(all["ignored"], 5) << all.dump();
+}
+
+TEST_F(ListDirectory, IncludeIgnoredListsEverything) {
+  write_ignoring_tree(tree_);
+  const auto all = ok(list_directory, {{"recursive", true}, {"include_ignored", true}});
+  const auto paths = listed_paths(all);
+  for (const char* path : {"node_modules", "node_modules/pkg", "node_modules/pkg/index.js", "build",
+                           "build/out.o", "secret.txt", "src/debug.log", "src/generated/g.cpp"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), path), paths.end()) << path;
+  }
+  EXPECT_FALSE(all.contains("ignored")) << all.dump();
+  EXPECT_FALSE(all.contains("hint")) << all.dump();
+  // .git is still listed but not entered.
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), ".git/info"), paths.end());
+  EXPECT_EQ(err(list_directory, {{"include_ignored", "yes"}}).code, errc::invalid_arguments);
+}
+
+TEST_F(ListDirectory, ASubfolderKeepsItsAncestorsRulesAndAnIgnoredFolderCanBeListedByName) {
+  write_ignoring_tree(tree_);
+  // The root's *.log and src's own generated/ apply inside src.
+  const auto src = ok(list_directory, {{"path", "src"}});
+  EXPECT_EQ(listed_paths(src),
+            (std::vector<std::string>{"src/.gitignore", "src/a.cpp", "src/keep.log"}));
+  EXPECT_EQ(src["ignored"], 2);
+  // An ignored folder named as the path is listed: an explicit request.
+  const auto modules = ok(list_directory, {{"path", "node_modules"}, {"recursive", true}});
+  EXPECT_EQ(listed_paths(modules),
+            (std::vector<std::string>{"node_modules/pkg", "node_modules/pkg/index.js"}));
+  EXPECT_FALSE(modules.contains("ignored"));
 }
 
 TEST_F(ListDirectory, BadArguments) {
