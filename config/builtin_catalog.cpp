@@ -49,7 +49,9 @@ constexpr std::string_view kReadFileOutput = R"({"type": "object",
     "content_hash": {"oneOf": [{"type": "string"}, {"type": "null"}]},
     "too_large_to_edit": {"type": "boolean"},
     "line_endings": {"type": "string", "enum": ["crlf"]},
-    "note": {"type": "string"}},
+    "note": {"type": "string"},
+    "hint": {"type": "string",
+             "description": "When the page was cut to fit the tool's output limit: by how much, and the offset to read on from."}},
   "required": ["path", "content", "start_line", "lines_returned", "size_bytes", "invalid_utf8",
                "lines_cut", "total_lines", "more", "content_hash"],
   "additionalProperties": false})";
@@ -280,9 +282,11 @@ constexpr BuiltinTool kBuiltinTools[] = {
 {"read_file", lanes::no_net, 10 * kSecond, 100000, SafetyTier::read_only,
  "Read a text file from the worktree. Returns numbered lines in `cat -n` style "
  "(`%6d|line`), starting at `offset` (1-based) for at most `limit` lines, plus the file's total "
- "line count and whether more lines remain; page through a long file by raising `offset`. "
- "Lines over 2000 characters are cut and end with `...`. Binary files are refused. You must "
- "read a file before you edit or overwrite it.",
+ "line count and whether more lines remain; page through a long file by raising `offset` "
+ "(`next_offset` is where the next page starts). A page that would pass the tool's output "
+ "limit ends at the last whole line that fits, with more true and a hint. Lines over 2000 "
+ "characters are cut and end with `...`. Binary files are refused. You must read a file "
+ "before you edit or overwrite it.",
  R"({"type": "object",
      "properties": {
        "path": {"type": "string", "minLength": 1,

@@ -17,15 +17,43 @@
 // one that would not fit even with an empty listing (the runner then
 // refuses it as too_large), and max_output_bytes 0 (no cap known) are left
 // as they are. Returns whether it cut.
+//
+// read_file's page is cut the same way, at a line's end, but a page is more
+// than its text (lines_returned, lines_cut, line_endings, next_offset...),
+// so fit_page_to_output_cap() reads it again: when the result's line is
+// longer than `max_output_bytes`, it finds the most whole lines that fit
+// (at least one: a single line, itself cut at 2,000 characters, is
+// returned whatever its size) and calls `read_page` with the same arguments
+// and that `limit`; the new page has `more`: true and `next_offset` the
+// first line not returned, as any shorter page, and `hint` says it was cut
+// to fit and where to read on. If the file changed between the two reads
+// and the new page is still too long, it tries again, a few times at most,
+// then gives up and leaves the last result as it is.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
+
+#include "common/error.hpp"
 
 namespace loopr::tool {
 
 bool fit_listing_to_output_cap(std::string_view tool, nlohmann::json& result,
                                std::size_t max_output_bytes);
+
+// Reads a page again with other arguments (the tool, in the same worktree).
+using PageReader = std::function<Result<nlohmann::json>(const nlohmann::json& args)>;
+
+// For read_file; other tools, a result that fits and max_output_bytes 0 are
+// left alone. Returns whether it cut.
+bool fit_page_to_output_cap(std::string_view tool, const nlohmann::json& args,
+                            nlohmann::json& result, std::size_t max_output_bytes,
+                            const PageReader& read_page);
+
+// The size of `value` as the front ends write it: its compact dump, bytes
+// that are not UTF-8 replaced by U+FFFD, plus "\n".
+std::size_t result_line_size(const nlohmann::json& value);
 
 }  // namespace loopr::tool

@@ -120,6 +120,8 @@ ToolOutput call(const Program& program, std::string_view tool_name, const Worktr
   auto result = tool->run(worktree, args);
   if (!result) return failure(result.error(), kExitToolError);
   fit_listing_to_output_cap(tool_name, *result, max_output_bytes);
+  fit_page_to_output_cap(tool_name, args, *result, max_output_bytes,
+                         [&](const Json& shorter) { return tool->run(worktree, shorter); });
   return {kExitSuccess, json_line(*result)};
 }
 

@@ -38,8 +38,8 @@ struct ToolOutput {
 // Runs `tool_name` on `input` (the arguments' JSON text) in `worktree`:
 // unknown tool -> exit 2 with a usage error object; arguments that are not
 // JSON or a tool error -> exit 1 with {"error": ...}; an exception -> exit 1
-// with an internal error. Never throws. A listing longer than
-// `max_output_bytes` (the job's cap; 0: none known) is cut to fit
+// with an internal error. Never throws. A listing or a read_file page longer
+// than `max_output_bytes` (the job's cap; 0: none known) is cut to fit
 // (output_fit.hpp).
 ToolOutput call_tool(std::string_view program, std::span<const ToolEntry> tools,
                      std::string_view tool_name, const Worktree& worktree, std::string_view input,

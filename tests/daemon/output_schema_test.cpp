@@ -251,6 +251,19 @@ TEST_F(OutputSchemaTest, FileTools) {
   json huge = call("read_file", {{"path", "huge.log"}, {"limit", 10}});
   EXPECT_TRUE(huge["total_lines"].is_null()) << huge.dump();
   EXPECT_EQ(huge["too_large_to_edit"], true);
+  // 2000 lines of 200 characters: a default page over read_file's 100 kB
+  // cap ends at the last whole line that fits, with a hint.
+  {
+    std::string wide;
+    for (int i = 0; i < 2000; ++i)
+      wide += std::string(200, 'w') + "\n";
+    write("wide.txt", wide);
+  }
+  json cut_page = call("read_file", {{"path", "wide.txt"}});
+  EXPECT_EQ(cut_page["more"], true);
+  EXPECT_EQ(cut_page["next_offset"], cut_page["lines_returned"].get<int>() + 1);
+  EXPECT_LE(cut_page.dump().size(), 100000u);
+  EXPECT_TRUE(cut_page.contains("hint")) << cut_page.dump().substr(0, 200);
   // A binary file is refused: a failure, which no schema describes.
   auto refused = client_->call("tool.call", {{"tool", "read_file"},
                                              {"args", {{"path", "binary.bin"}}},

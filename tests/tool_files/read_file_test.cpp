@@ -3,7 +3,11 @@
 #include <rapidcheck/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "loopr-tool/content_hash.hpp"
+#include "loopr-tool/tool_registry.hpp"
 #include "tests/tool_files/tool_fixture.hpp"
 
 namespace loopr::test {
@@ -144,6 +148,109 @@ std::string unnumbered(const std::string& content) {
     i = end + 1;
   }
   return out;
+}
+
+// read_file under a job's output cap (loopr-tool/output_fit.hpp), through
+// the two front ends that know one: a process per call reads it from
+// LOOPR_MAX_OUTPUT_BYTES, a warm worker is given it with each call and
+// passes it to call_tool().
+json read_capped(const std::string& root, const json& args, std::size_t cap, bool process) {
+  if (process) {
+    ::setenv("LOOPR_MAX_OUTPUT_BYTES", std::to_string(cap).c_str(), 1);
+    const ToolRun run = run_loopr_tool("read_file", root, args);
+    ::unsetenv("LOOPR_MAX_OUTPUT_BYTES");
+    EXPECT_EQ(run.exit_code, 0) << run.stdout_text.substr(0, 300);
+    EXPECT_LE(run.stdout_text.size(), cap);
+    return run.output;
+  }
+  auto worktree = tool::Worktree::open(root);
+  EXPECT_TRUE(worktree);
+  if (!worktree) return nullptr;
+  const tool::ToolOutput output =
+      tool::call_tool("loopr-tool", tool::all_tools(), "read_file", *worktree, args.dump(), cap);
+  EXPECT_EQ(output.exit_code, 0) << output.stdout_text.substr(0, 300);
+  EXPECT_LE(output.stdout_text.size(), cap);
+  return json::parse(output.stdout_text, nullptr, false);
+}
+
+TEST_F(ReadFile, APageOverTheOutputCapStopsAtTheLastWholeLineThatFitsAndReadsOnExactly) {
+  // 2000 lines of 200 characters: ~416 kB of page under a 100 kB cap.
+  std::string text;
+  std::string numbered;
+  for (int i = 1; i <= 2000; ++i) {
+    const std::string line =
+        std::to_string(i) + ":" +
+        std::string(200 - std::to_string(i).size() - 1, static_cast<char>('a' + i % 26));
+    text += line + "\n";
+    char number[16];
+    std::snprintf(number, sizeof number, "%6d|", i);
+    numbered += number + line + "\n";
+  }
+  tree_.write("wide.txt", text);
+  for (const bool process : {false, true}) {
+    SCOPED_TRACE(process ? "process per call" : "call_tool, as a warm worker");
+    std::string joined;
+    std::int64_t offset = 1;
+    int pages = 0;
+    for (;;) {
+      ASSERT_LT(++pages, 20);
+      json args = {{"path", "wide.txt"}};
+      if (offset > 1) args["offset"] = offset;
+      const json page = read_capped(tree_.root(), args, 100000, process);
+      ASSERT_TRUE(page.is_object());
+      const std::string content = page["content"];
+      EXPECT_EQ(page["start_line"], offset);
+      EXPECT_EQ(page["total_lines"], 2000);
+      joined += content;
+      const std::int64_t returned = page["lines_returned"];
+      if (!page["more"].get<bool>()) {
+        EXPECT_EQ(offset + returned - 1, 2000);
+        EXPECT_FALSE(page.contains("hint")) << "the last page fits whole";
+        break;
+      }
+      // Cut at a whole line, as many as fit: one more would not have.
+      EXPECT_EQ(content.back(), '\n');
+      EXPECT_EQ(page["next_offset"], offset + returned);
+      EXPECT_GT(returned, 400);
+      EXPECT_LT(returned, 500);
+      EXPECT_GT(page.dump().size() + 1 + 208, 100000u);
+      const std::string hint = page["hint"];
+      EXPECT_NE(hint.find("to fit this tool's output limit of 100000 bytes"), std::string::npos)
+          << hint;
+      EXPECT_NE(hint.find("read on with offset " + std::to_string(offset + returned)),
+                std::string::npos)
+          << hint;
+      offset = page["next_offset"];
+    }
+    EXPECT_EQ(pages, 5);  // 4 x ~480 lines and the rest
+    EXPECT_TRUE(joined == numbered) << "the pages do not add up to the file";
+  }
+}
+
+TEST_F(ReadFile, UnderTheOutputCapOneLineIsReturnedWhateverItsSize) {
+  tree_.write("two.txt", std::string(5000, 'x') + "\nsecond\n");
+  for (const bool process : {false, true}) {
+    SCOPED_TRACE(process ? "process per call" : "call_tool, as a warm worker");
+    auto worktree = tool::Worktree::open(tree_.root());
+    ASSERT_TRUE(worktree);
+    // A cap that the first line alone is over: that line is returned (the
+    // runner then refuses the result as too large, as it did before).
+    const json args = {{"path", "two.txt"}};
+    if (process) {
+      ::setenv("LOOPR_MAX_OUTPUT_BYTES", "1000", 1);
+      const ToolRun run = run_loopr_tool("read_file", tree_.root(), args);
+      ::unsetenv("LOOPR_MAX_OUTPUT_BYTES");
+      EXPECT_EQ(run.output["lines_returned"], 1) << run.stdout_text.substr(0, 300);
+      EXPECT_EQ(run.output["next_offset"], 2);
+      EXPECT_EQ(run.output["lines_cut"], 1);
+    } else {
+      const tool::ToolOutput output = tool::call_tool("loopr-tool", tool::all_tools(), "read_file",
+                                                      *worktree, args.dump(), 1000);
+      const json page = json::parse(output.stdout_text);
+      EXPECT_EQ(page["lines_returned"], 1);
+      EXPECT_EQ(page["next_offset"], 2);
+    }
+  }
 }
 
 RC_GTEST_FIXTURE_PROP(ReadFile, PagesConcatenateToTheFile, (std::vector<std::string> lines)) {
