@@ -37,8 +37,12 @@ void OutputCapture::append(std::string_view bytes) {
   }
 }
 
+std::string OutputCapture::tail() const {
+  return tail_.substr(tail_start_) + tail_.substr(0, tail_start_);
+}
+
 std::string OutputCapture::contents() const {
-  std::string tail = tail_.substr(tail_start_) + tail_.substr(0, tail_start_);
+  const std::string tail = this->tail();
   if (!truncated()) return head_ + tail;
   const std::uint64_t shown = head_.size() + tail.size();
   return head_ + "\n[output truncated: " + std::to_string(total_) + " bytes total, " +

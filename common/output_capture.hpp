@@ -23,6 +23,11 @@ class OutputCapture {
   // total, M shown]\n" + tail. Bytes are returned as they came (not
   // necessarily UTF-8: the frame encoding keeps them lossless).
   std::string contents() const;
+  // The first bytes kept and the last ones: head() + tail() is everything
+  // appended unless truncated(), when total_bytes() - both sizes were
+  // between them.
+  const std::string& head() const { return head_; }
+  std::string tail() const;
 
  private:
   std::uint64_t cap_;

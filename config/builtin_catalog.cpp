@@ -152,8 +152,12 @@ constexpr std::string_view kCommandOutput = R"({"type": "object",
     "command": {"type": "string"},
     "exit_code": {"oneOf": [{"type": "integer"}, {"type": "null"}],
                   "description": "null when the command was ended by a signal."},
-    "stdout": {"type": "string"},
-    "stderr": {"type": "string"},
+    "output": {"type": "string",
+               "description": "stdout and stderr interleaved as a terminal shows `cmd 2>&1`; when long, its head and tail around a line saying how many bytes were cut."},
+    "output_bytes": {"type": "integer", "minimum": 0,
+                     "description": "Bytes the command printed on stdout and stderr, before any cut."},
+    "stdout": {"type": "string", "description": "stdout alone, cut like output."},
+    "stderr": {"type": "string", "description": "stderr alone, cut like output."},
     "timed_out": {"type": "boolean"},
     "truncated": {"type": "boolean"},
     "duration_ms": {"type": "integer", "minimum": 0},
@@ -164,8 +168,8 @@ constexpr std::string_view kCommandOutput = R"({"type": "object",
     "hint": {"type": "string"},
     "sandbox_note": {"type": "string"},
     "disk_note": {"type": "string"}},
-  "required": ["command", "exit_code", "stdout", "stderr", "timed_out", "truncated",
-               "duration_ms"],
+  "required": ["command", "exit_code", "output", "output_bytes", "stdout", "stderr", "timed_out",
+               "truncated", "duration_ms"],
   "additionalProperties": false})";
 
 constexpr std::string_view kWebFetchOutput = R"({"type": "object",
@@ -407,8 +411,9 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 {"run_command", lanes::net, 120 * kSecond, 100000, SafetyTier::privileged,
  "Run a shell command (`sh -c`) in the worktree, with network access. stdin is empty. Returns "
- "exit_code, stdout, stderr, timed_out and truncated. Prefer the file tools for reading, "
- "searching and editing files.",
+ "exit_code, output (stdout and stderr interleaved as a terminal shows them; long output keeps "
+ "its head and tail and says how many bytes were cut), stdout and stderr apart, timed_out and "
+ "truncated. Prefer the file tools for reading, searching and editing files.",
  R"({"type": "object",
      "properties": {
        "command": {"type": "string", "minLength": 1, "description": "Shell command to run."},
@@ -421,7 +426,9 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 {"run_command_isolated", lanes::no_net, 120 * kSecond, 100000, SafetyTier::privileged,
  "Run a shell command (`sh -c`) in the worktree without any network access. stdin is empty. "
- "Returns exit_code, stdout, stderr, timed_out and truncated.",
+ "Returns exit_code, output (stdout and stderr interleaved as a terminal shows them; long "
+ "output keeps its head and tail and says how many bytes were cut), stdout and stderr apart, "
+ "timed_out and truncated.",
  R"({"type": "object",
      "properties": {
        "command": {"type": "string", "minLength": 1, "description": "Shell command to run."},
@@ -434,17 +441,18 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 {"build", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
  "Run the project's configured build command in the worktree and return its exit code and "
- "output. Takes no arguments.",
+ "output (stdout and stderr interleaved, head and tail when long). Takes no arguments.",
  R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"test", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
  "Run the project's configured test command in the worktree and return its exit code and "
- "output. Takes no arguments.",
+ "output (stdout and stderr interleaved, head and tail when long). Takes no arguments.",
  R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"validate", lanes::heavy, 600 * kSecond, 1000000, SafetyTier::privileged,
- "Run the loop's validation command in the worktree and return its exit code and output; "
- "exit code 0 means the work passes. Takes no arguments.",
+ "Run the loop's validation command in the worktree and return its exit code and output "
+ "(stdout and stderr interleaved, head and tail when long); exit code 0 means the work "
+ "passes. Takes no arguments.",
  R"({"type": "object", "properties": {}, "additionalProperties": false})", kCommandOutput},
 
 {"web_fetch", lanes::net, 30 * kSecond, 500000, SafetyTier::side_effecting,

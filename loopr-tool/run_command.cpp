@@ -1,6 +1,6 @@
 // The command tools: `sh -c COMMAND` in a folder of the worktree, stdin
-// /dev/null, stdout and stderr each held within a cap (head and tail kept),
-// a timeout that ends the command's whole process group.
+// /dev/null, what it prints held within the job's output cap (head and tail
+// kept), a timeout that ends the command's whole process group.
 //
 //   run_command / run_command_isolated  {command, timeout_ms?, cwd?} from the
 //       model; they differ only in their lane (isolated: no-net).
@@ -9,15 +9,22 @@
 //       worktree's top, with no timeout of their own: the job's timeout (the
 //       catalog's, 600 s by default) is what stops them.
 //
-// Result: {command, exit_code, stdout, stderr, timed_out, truncated,
-// duration_ms} plus signal, stdout_base64/stderr_base64 (bytes that are not
-// UTF-8, exactly), interrupted, hint, sandbox_note and disk_note (a failed
-// command that ran out of room: which disk is full, what to do) when they
-// apply.
+// Result: {command, exit_code, output, output_bytes, stdout, stderr,
+// timed_out, truncated, duration_ms} plus signal, stdout_base64/
+// stderr_base64 (bytes that are not UTF-8, exactly), interrupted, hint,
+// sandbox_note and disk_note (a failed command that ran out of room: which
+// disk is full, what to do) when they apply. `output` is stdout and stderr
+// interleaved in the order they were read, as `cmd 2>&1` shows them in a
+// terminal; `output_bytes` counts every byte printed, before any cut.
 //
-// The caps are half of LOOPR_MAX_OUTPUT_BYTES each, less room for the JSON
-// around them; base64 copies of non-UTF-8 output may exceed that, and the
-// runner's own cap then bounds the whole result.
+// The whole result fits LOOPR_MAX_OUTPUT_BYTES (100,000 outside a runner):
+// what the other fields take is set aside, and of the rest `output` gets
+// half, stdout and stderr a quarter each (one that needs less leaves the
+// rest to the other); each is cut to its head and tail with a marker line
+// saying how many bytes were cut, on UTF-8 boundaries, and the budget is
+// lowered until the JSON, escapes and base64 copies included, fits
+// (command_output.hpp). Only a result too large without any output (a huge
+// command line) is left for the runner to refuse.
 //
 // Stopped from outside (SIGTERM or SIGINT: the runner's timeout or a cancel,
 // forwarded by the job's PID 1): the command's group gets TERM, a short grace
@@ -56,12 +63,10 @@
 #include <cstring>
 #include <optional>
 
-#include "common/output_capture.hpp"
-#include "common/utf8.hpp"
 #include "loopr-tool/arguments.hpp"
+#include "loopr-tool/command_output.hpp"
 #include "loopr-tool/job_facts.hpp"
 #include "loopr-tool/tools.hpp"
-#include "proto/base64.hpp"
 
 namespace loopr::tool {
 namespace {
@@ -100,11 +105,10 @@ std::string env_or_empty(const char* name) {
   return value ? value : "";
 }
 
-std::uint64_t stream_cap() {
-  // The runner passes the job's max_output_bytes; each stream gets half, so
-  // the JSON result stays within it.
-  if (const auto cap = job_max_output_bytes(); cap && *cap > 1024) return *cap / 2 - 256;
-  return 50'000;
+// The cap on the result's JSON line: the job's max_output_bytes, which the
+// runner passes; a default outside any runner.
+std::size_t result_cap() {
+  return job_max_output_bytes().value_or(100'000);
 }
 
 bool contains(const std::string& haystack, const char* needle) {
@@ -251,8 +255,7 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
   // The command's process group, or, as the job's init, every process of it.
   const auto signal_command = [&](int signo) { ::kill(job_init ? -1 : -pid, signo); };
   bool streaming = env_or_empty("LOOPR_STREAM_OUTPUT") == "1";
-  OutputCapture out(stream_cap());
-  OutputCapture err(stream_cap());
+  CommandOutput printed(result_cap());
   int fds[2] = {out_pipe[0], err_pipe[0]};
   bool timed_out = false;
   bool interrupted = false;
@@ -304,7 +307,11 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
       const bool is_out = polls[i].fd == fds[0];
       if (n > 0) {
         const std::string_view bytes(buffer, static_cast<std::size_t>(n));
-        (is_out ? out : err).append(bytes);
+        if (is_out) {
+          printed.append_stdout(bytes);
+        } else {
+          printed.append_stderr(bytes);
+        }
         copy_to_stderr(bytes, streaming);
       } else if (n == 0 || errno != EINTR) {
         ::close(polls[i].fd);
@@ -320,23 +327,16 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
     ::waitpid(pid, &status, 0);
   }
 
-  const std::string out_text = out.contents();
-  const std::string err_text = err.contents();
+  const std::string out_text = printed.stdout_kept();
+  const std::string err_text = printed.stderr_kept();
   Json result = {
       {"command", request.command},
       {"exit_code", WIFEXITED(status) ? Json(WEXITSTATUS(status)) : Json(nullptr)},
-      {"stdout", to_lossy_utf8(out_text)},
-      {"stderr", to_lossy_utf8(err_text)},
       {"timed_out", timed_out},
-      {"truncated", out.truncated() || err.truncated()},
       {"duration_ms",
        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count()},
   };
   if (WIFSIGNALED(status)) result["signal"] = WTERMSIG(status);
-  // Bytes that are not UTF-8 survive: the text fields show them lossily, and
-  // a base64 copy carries them exactly.
-  if (!is_valid_utf8(out_text)) result["stdout_base64"] = proto::base64_encode(out_text);
-  if (!is_valid_utf8(err_text)) result["stderr_base64"] = proto::base64_encode(err_text);
   if (timed_out) {
     result["hint"] = "the command ran past " + std::to_string(request.timeout_ms) +
                      " ms and was stopped; output so far is shown. Pass a larger timeout_ms or "
@@ -356,6 +356,8 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
       !note.empty() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     result["disk_note"] = note;
   }
+  // Last: the outputs get what the other fields leave of the cap.
+  printed.add_to(result);
   return result;
 }
 

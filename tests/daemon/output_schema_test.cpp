@@ -397,6 +397,9 @@ TEST_F(OutputSchemaTest, CommandTools) {
   // that are not UTF-8, output over the cap, and the notes for a sandbox
   // refusal and a full disk.
   EXPECT_EQ(call("run_command", {{"command", "echo hello"}})["exit_code"], 0);
+  json both = call("run_command", {{"command", "echo out; echo err >&2"}});
+  EXPECT_EQ(both["output_bytes"], 8);
+  EXPECT_EQ(both["output"].get<std::string>().size(), 8u);
   EXPECT_EQ(call("run_command", {{"command", "echo oops >&2; exit 3"}})["exit_code"], 3);
   json slow = call("run_command", {{"command", "sleep 30"}, {"timeout_ms", 200}});
   EXPECT_EQ(slow["timed_out"], true);

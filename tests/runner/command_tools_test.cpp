@@ -131,6 +131,104 @@ TEST(CommandTools, AReadOnlyRefusalInALaneGetsANote) {
             std::string::npos);
 }
 
+std::size_t line_size(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+}
+
+TEST(CommandTools, OutputInterleavesStdoutAndStderrInTheOrderTheyCame) {
+  TempTree tree;
+  // Each line is read before the next is printed, so the order is certain.
+  const std::string printer = bin_path("loopr-interleaved-printer");
+  for (const char* tool : {"run_command", "run_command_isolated", "build", "test", "validate"}) {
+    const auto run = run_loopr_tool(tool, tree.root(), json{{"command", printer + " 4"}});
+    ASSERT_EQ(run.exit_code, 0) << tool << ": " << run.stdout_text;
+    EXPECT_EQ(run.output["exit_code"], 0) << tool << ": " << run.stdout_text;
+    EXPECT_EQ(run.output["output"], "out 1\nerr 1\nout 2\nerr 2\nout 3\nerr 3\nout 4\nerr 4\n")
+        << tool;
+    EXPECT_EQ(run.output["stdout"], "out 1\nout 2\nout 3\nout 4\n") << tool;
+    EXPECT_EQ(run.output["stderr"], "err 1\nerr 2\nerr 3\nerr 4\n") << tool;
+    EXPECT_EQ(run.output["output_bytes"], 48) << tool;
+    EXPECT_EQ(run.output["truncated"], false) << tool;
+  }
+}
+
+TEST(CommandTools, FiveMegabytesKeepHeadAndTailWithinTheCap) {
+  TempTree tree;
+  ScopedEnv env({{"LOOPR_MAX_OUTPUT_BYTES", "100000"}});
+  // 6 + 250,000 x 20 + 4 bytes.
+  const auto run = run_loopr_tool(
+      "run_command", tree.root(),
+      json{{"command", "echo START; yes abcdefghijklmnopqrs | head -n 250000; echo END >&2"}});
+  ASSERT_EQ(run.exit_code, 0) << run.stdout_text.substr(0, 300);
+  EXPECT_LE(run.stdout_text.size(), 100000u);
+  const json& out = run.output;
+  EXPECT_EQ(out["output_bytes"], 5'000'010);
+  EXPECT_EQ(out["truncated"], true);
+  const std::string output = out["output"];
+  EXPECT_EQ(output.rfind("START\nabcdefghijklmnopqrs\n", 0), 0u) << output.substr(0, 100);
+  EXPECT_EQ(output.substr(output.size() - 24), "abcdefghijklmnopqrs\nEND\n");
+  // Cut at whole lines, one marker line saying how much is not shown.
+  const std::size_t marker = output.find("\n[... ");
+  ASSERT_NE(marker, std::string::npos);
+  const std::size_t marker_end = output.find(" in all) ...]\n", marker);
+  ASSERT_NE(marker_end, std::string::npos);
+  const std::string head = output.substr(0, marker + 1);
+  const std::string tail = output.substr(output.find('\n', marker_end) + 1);
+  EXPECT_EQ(output.substr(marker + 1, output.find('\n', marker + 1) - marker - 1),
+            "[... " + std::to_string(5'000'010 - head.size() - tail.size()) +
+                " bytes cut (5000010 in all) ...]");
+  EXPECT_EQ(tail.rfind("abcdefghijklmnopqrs\n", 0), 0u) << tail.substr(0, 40);
+  // The budget: half of it to output, the rest to stdout (stderr needs 4).
+  EXPECT_GT(head.size() + tail.size(), 40'000u);
+  const std::string stdout_text = out["stdout"];
+  EXPECT_GT(stdout_text.size(), 40'000u);
+  EXPECT_EQ(stdout_text.rfind("START\n", 0), 0u);
+  EXPECT_NE(stdout_text.find("bytes cut (5000006 in all)"), std::string::npos);
+  EXPECT_EQ(out["stderr"], "END\n");
+}
+
+TEST(CommandTools, TheWholeResultFitsTheCapWhateverThePrintedBytes) {
+  TempTree tree;
+  ScopedEnv env({{"LOOPR_MAX_OUTPUT_BYTES", "60000"}});
+  // Both streams large; control characters that JSON writes as 6 bytes;
+  // bytes that are not UTF-8 (U+FFFD and a base64 copy); characters of two
+  // bytes cut anywhere.
+  for (const char* command :
+       {"yes o | head -c 1000000; yes e | head -c 1000000 >&2",
+        "head -c 1000000 /dev/zero | tr '\\0' '\\1'", "head -c 1000000 /dev/urandom",
+        "yes 'é' | tr -d '\\n' | head -c 1000000"}) {
+    SCOPED_TRACE(command);
+    const auto run = run_loopr_tool("run_command", tree.root(), json{{"command", command}});
+    ASSERT_EQ(run.exit_code, 0) << run.stdout_text.substr(0, 300);
+    EXPECT_LE(run.stdout_text.size(), 60000u);
+    EXPECT_EQ(line_size(run.output), run.stdout_text.size());
+    EXPECT_EQ(run.output["truncated"], true);
+    EXPECT_NE(run.output["output"].get<std::string>().find(" bytes cut ("), std::string::npos);
+    // The budget is lowered only as far as needed: most of the cap is used.
+    EXPECT_GT(run.stdout_text.size(), 54000u);
+  }
+  // Two-byte characters cut on their boundaries: valid UTF-8, no U+FFFD.
+  const auto accents = run_loopr_tool("run_command", tree.root(),
+                                      json{{"command", "yes 'é' | tr -d '\\n' | head -c 1000000"}});
+  EXPECT_EQ(accents.stdout_text.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_FALSE(accents.output.contains("stdout_base64")) << accents.stdout_text.substr(0, 200);
+  // Both streams large: a quarter each, half to the merged output (of what
+  // is left once each "\n" is written as two bytes).
+  const auto both =
+      run_loopr_tool("run_command", tree.root(),
+                     json{{"command", "yes o | head -c 1000000; yes e | head -c 1000000 >&2"}});
+  const std::size_t out_size = both.output["stdout"].get<std::string>().size();
+  const std::size_t err_size = both.output["stderr"].get<std::string>().size();
+  const std::size_t merged_size = both.output["output"].get<std::string>().size();
+  EXPECT_NEAR(static_cast<double>(out_size), static_cast<double>(err_size), 100.0);
+  EXPECT_NEAR(static_cast<double>(merged_size), 2.0 * static_cast<double>(out_size), 200.0);
+  EXPECT_GT(out_size, 9000u);
+  EXPECT_EQ(both.output["output_bytes"], 2'000'000);
+  const std::string merged = both.output["output"];
+  EXPECT_EQ(merged.rfind("o\no\n", 0), 0u);
+  EXPECT_EQ(merged.substr(merged.size() - 4), "e\ne\n");
+}
+
 TEST(CommandTools, TermStopsTheCommandAndStillPrintsTheOutputSoFar) {
   TempTree tree;
   // `ready` appears once "started" is in loopr-tool's pipe (the marker alone
