@@ -172,7 +172,10 @@ TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
       keys_of(c.find("edit_file")->input_schema["properties"]["edits"]["items"]["properties"]),
       (Set{"old_string", "new_string", "replace_all"}));
   EXPECT_EQ(properties("file_delete"), (Set{"path", "recursive"}));
-  EXPECT_EQ(properties("list_directory"), (Set{"path", "recursive", "max_depth"}));
+  EXPECT_EQ(properties("list_directory"),
+            (Set{"path", "recursive", "max_depth", "include_ignored"}));
+  EXPECT_EQ(c.find("list_directory")->input_schema["properties"]["include_ignored"]["default"],
+            false);
   EXPECT_EQ(properties("glob"), (Set{"pattern", "path"}));
   EXPECT_EQ(properties("grep"),
             (Set{"pattern", "path", "file_pattern", "context", "case_insensitive", "output_mode"}));
