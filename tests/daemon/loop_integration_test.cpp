@@ -246,17 +246,39 @@ TEST_F(LoopTest, AnOutputTokenBudgetChecksTheWorstCaseBeforeTheCall) {
   EXPECT_EQ(daemon_->call("loop.export", {{"id", id}})["turns"].size(), 1u);
 }
 
-TEST_F(LoopTest, ATurnsPerIterationBudgetStopsTheThirdTurn) {
+// The per-iteration turn limit ends the iteration with a handoff, not the
+// loop (issue 24): the model is asked for a note (one more turn, no tools
+// run), the iteration is committed and not validated, and the next one
+// starts from a fresh context carrying the note.
+TEST_F(LoopTest, ATurnsPerIterationLimitEndsTheIterationWithAHandoffAndTheLoopGoesOn) {
   start({{"scripted",
           {turn({read_call("r1")}), turn({read_call("r2", "test.sh")}),
-           turn({read_call("r3", "docs/guide.md")})}}});
+           turn({read_call("r3", "docs/guide.md")},
+                {{"text", "HANDOFF: answer.txt holds 41; test.sh wants 42."}}),
+           turn({read_call("r4"), edit_call("e1", "41", "42")}), turn({complete_call("c1")})}}});
   const std::string id = create({{"budget", {{"turns_per_iteration", 2}}}})["id"];
   const json loop = wait_final(*daemon_, id);
-  EXPECT_EQ(loop["status"], "budget_exhausted") << loop.dump(2);
-  EXPECT_NE(loop["status_reason"].get<std::string>().find("loop.turns_per_iteration"),
+  EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(loop["iteration"], 2);
+  EXPECT_EQ(loop["handoffs"], 1);
+  EXPECT_EQ(loop["usage"]["model_turns"], 5);
+  // The third turn was the handoff: its call was not run.
+  const auto steps = read_transcript(*daemon_, id);
+  const auto handoffs = steps_of_kind(steps, "handoff");
+  ASSERT_EQ(handoffs.size(), 1u);
+  EXPECT_EQ(handoffs[0]["data"]["reason"], "turn_limit");
+  EXPECT_EQ(handoffs[0]["data"]["by"], "model");
+  EXPECT_EQ(handoffs[0]["data"]["note"], "HANDOFF: answer.txt holds 41; test.sh wants 42.");
+  EXPECT_EQ(steps_of_kind(steps, "validation_started").size(), 1u);  // only iteration 2's
+  const auto iterations = steps_of_kind(steps, "iteration_started");
+  ASSERT_EQ(iterations.size(), 2u);
+  EXPECT_NE(iterations[1]["data"]["prompt"].get<std::string>().find(
+                "# Handoff from the last iteration\n\nHANDOFF: answer.txt holds 41"),
             std::string::npos)
-      << loop["status_reason"];
-  EXPECT_EQ(loop["usage"]["model_turns"], 2);
+      << iterations[1]["data"]["prompt"];
+  const json shown = get_loop(*daemon_, id);
+  EXPECT_EQ(shown["iterations"][0]["handoff"]["reason"], "turn_limit") << shown.dump(2);
+  EXPECT_TRUE(shown["iterations"][0]["validation"].is_null());
 }
 
 TEST_F(LoopTest, AWallClockBudgetCountsTheTimeOfASlowModelCall) {
