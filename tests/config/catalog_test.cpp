@@ -41,6 +41,7 @@ constexpr Expected kDesignTools[] = {
     {"web_fetch", "net", 30000, SafetyTier::side_effecting},
     {"web_search", "net", 30000, SafetyTier::side_effecting},
     {"complete_task", "daemon", 1000, SafetyTier::side_effecting},
+    {"read_output", "daemon", 1000, SafetyTier::read_only},
     {"create_plan", "daemon", 5000, SafetyTier::side_effecting},
     {"create_spec", "daemon", 5000, SafetyTier::side_effecting},
     {"create_phase", "daemon", 5000, SafetyTier::side_effecting},

@@ -27,8 +27,12 @@ TEST(SchemaCheck, RefusesWhatTheValidatorOrLlmApisCannotTake) {
   EXPECT_THAT(problem(R"({"type": "object", "properties": {}})"),
               HasSubstr("additionalProperties"));
   EXPECT_THAT(problem(R"({"type": "object", "properties": {"a": {"type": "string",
-                          "pattern": "x"}}, "additionalProperties": false})"),
-              HasSubstr("/properties/a: unsupported keyword 'pattern'"));
+                          "format": "email"}}, "additionalProperties": false})"),
+              HasSubstr("/properties/a: unsupported keyword 'format'"));
+  // pattern and maxLength are taken (the create_* name rules use them).
+  EXPECT_EQ(problem(R"({"type": "object", "properties": {"a": {"type": "string",
+                        "pattern": "^[a-z]+$", "maxLength": 40}}, "additionalProperties": false})"),
+            "");
   EXPECT_THAT(problem(R"({"type": "object", "properties": {}, "required": ["x"],
                           "additionalProperties": false})"),
               HasSubstr("'x' is required but not in"));

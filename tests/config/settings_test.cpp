@@ -40,15 +40,21 @@ TEST(SettingsDefaults, AreAWorkingSingleUserSetup) {
     EXPECT_GE(lane.slots, 1) << name;
   EXPECT_EQ(s.approval.default_policy, ApprovalPolicy::automatic);
   ASSERT_EQ(s.loops.size(), 4u);
-  // Memory tools for every loop type, the oracle for plan and spec (issue 13).
-  EXPECT_THAT(
-      s.loops.at("plan").tools,
-      ElementsAre("read_file", "write_file", "glob", "grep", "memory_search", "memory_save",
-                  "memory_update", "memory_delete", "oracle", "create_plan", "complete_task"));
+  // Memory tools for every loop type, the oracle for plan and spec (issue
+  // 13); a planner only reads and records its plan, a code loop may run its
+  // own validation (issue 24).
+  EXPECT_THAT(s.loops.at("plan").tools, ElementsAre("read_file", "list_directory", "glob", "grep",
+                                                    "memory_search", "memory_save", "memory_update",
+                                                    "memory_delete", "oracle", "create_plan"));
   EXPECT_THAT(s.loops.at("code").tools,
               ElementsAre("read_file", "write_file", "edit_file", "list_directory", "glob", "grep",
-                          "run_command", "build", "test", "memory_search", "memory_save",
-                          "memory_update", "memory_delete", "complete_task"));
+                          "run_command", "build", "test", "validate", "memory_search",
+                          "memory_save", "memory_update", "memory_delete", "complete_task"));
+  EXPECT_EQ(s.context.handoff_percent, 70);
+  EXPECT_EQ(s.context.tool_result_max_bytes, 16384);
+  EXPECT_EQ(s.context.tool_result_cap("read_file"), 16384);
+  EXPECT_THAT(s.context.instructions_files, ElementsAre("AGENTS.md", "CLAUDE.md"));
+  EXPECT_TRUE(s.commands.lint.empty());
   EXPECT_EQ(s.memory.max_note_bytes, 16384);
   EXPECT_EQ(s.memory.max_notes, 1000);
   EXPECT_FALSE(s.oracle.configured());
@@ -430,6 +436,33 @@ TEST(SettingsLoops, MistakesNameTheKey) {
       HasSubstr("not beneath any [sandbox] worktree_roots"));
   EXPECT_THAT(merge_error("[providers.anthropic]\nidle_timeout_ms = 5\n"),
               HasSubstr("providers.anthropic.idle_timeout_ms"));
+}
+
+TEST(SettingsContext, ContextAndLintAreReadAndMistakesNameTheKey) {
+  const Settings s = merged(
+      "[commands]\nlint = \"ruff check {files}\"\nlint_files = [\"*.py\"]\n"
+      "[context]\nhandoff_percent = 60\ntool_result_max_bytes = 8192\n"
+      "instructions_files = [\"docs/AGENTS.md\"]\ninstructions_max_bytes = 0\n"
+      "tree_max_bytes = 2048\n"
+      "[context.tool_result_max_bytes_by_tool]\nread_file = 32768\n");
+  EXPECT_EQ(s.commands.lint, "ruff check {files}");
+  EXPECT_THAT(s.commands.lint_files, ElementsAre("*.py"));
+  EXPECT_EQ(s.context.handoff_percent, 60);
+  EXPECT_EQ(s.context.tool_result_cap("grep"), 8192);
+  EXPECT_EQ(s.context.tool_result_cap("read_file"), 32768);
+  EXPECT_THAT(s.context.instructions_files, ElementsAre("docs/AGENTS.md"));
+  EXPECT_EQ(s.context.instructions_max_bytes, 0);
+  EXPECT_EQ(s.context.tree_max_bytes, 2048);
+  EXPECT_THAT(merge_error("[context]\nhandoff_percent = 99\n"),
+              HasSubstr("context.handoff_percent"));
+  EXPECT_THAT(merge_error("[context]\ntool_result_max_bytes = 10\n"),
+              HasSubstr("context.tool_result_max_bytes"));
+  EXPECT_THAT(merge_error("[context.tool_result_max_bytes_by_tool]\ngrep = \"big\"\n"),
+              HasSubstr("context.tool_result_max_bytes_by_tool.grep"));
+  EXPECT_THAT(merge_error("[context]\ninstructions_files = [\"../secret\"]\n"),
+              HasSubstr("without '..'"));
+  EXPECT_THAT(merge_error("[context]\nwindow = 5\n"), HasSubstr("window"));
+  EXPECT_THAT(merge_error("[commands]\nlint_files = \"*.py\"\n"), HasSubstr("commands.lint_files"));
 }
 
 TEST(SettingsPlans, DefaultsAreFourLoopsAtOnceAndNoPlanBudget) {
