@@ -18,6 +18,12 @@ void ContextBudget::measured_tokens(std::int64_t tokens, std::size_t request_byt
   measured_bytes_ = request_bytes;
 }
 
+void ContextBudget::refused_as_too_long(std::int64_t window, std::size_t request_bytes) {
+  const std::int64_t below = estimate(request_bytes) * 9 / 10;
+  const std::int64_t learned = window > 0 ? window : below;
+  if (learned > 0 && (window_ <= 0 || learned < window_)) window_ = learned;
+}
+
 std::int64_t ContextBudget::estimate(std::size_t request_bytes) const {
   const std::int64_t from_bytes = estimate_tokens(request_bytes);
   // A count under one token per 12 bytes is not a tokenizer's (a scripted

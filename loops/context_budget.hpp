@@ -35,6 +35,11 @@ class ContextBudget {
   // overflow error that says how many).
   void measured_tokens(std::int64_t tokens, std::size_t request_bytes);
 
+  // The provider refused a request as too long: its window is smaller than
+  // configured. `window` as the provider said it (0: unknown, then below
+  // the refused request's estimate, 90 % of it).
+  void refused_as_too_long(std::int64_t window, std::size_t request_bytes);
+
   // Tokens a request of `request_bytes` bytes is expected to hold.
   std::int64_t estimate(std::size_t request_bytes) const;
   // The threshold in tokens (0 when the window is unknown).

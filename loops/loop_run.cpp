@@ -833,6 +833,17 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
           details["prompt_tokens"].is_number_integer()) {
         context.measured_tokens(details["prompt_tokens"].get<std::int64_t>(), request_bytes);
       }
+      std::int64_t window = 0;
+      if (details.is_object() && details.contains("context_window") &&
+          details["context_window"].is_number_integer()) {
+        window = details["context_window"].get<std::int64_t>();
+      }
+      context.refused_as_too_long(window, request_bytes);
+      spdlog::warn(
+          "loop {}: provider {} refused a request as too long for its context window{}; "
+          "set [providers.{}] context_window to the model's window",
+          spec_.id, spec_.provider, window > 0 ? " (" + std::to_string(window) + " tokens)" : "",
+          spec_.provider);
       co_return co_await hand_off("provider_overflow",
                                   "the provider refused the request as too long for its "
                                   "context window (" +
