@@ -1,6 +1,7 @@
 #include "config/settings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <istream>
 #include <set>
@@ -45,9 +46,24 @@ const std::map<std::string, std::vector<std::string>>& default_loop_tools() {
   return tools;
 }
 
+// The host of an http(s) URL, lower-cased ("" when it has none).
+std::string url_host(std::string_view url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return {};
+  url.remove_prefix(scheme + 3);
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (!url.starts_with('[')) url = url.substr(0, url.find(':'));
+  std::string host(url);
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return host;
+}
+
 ProviderSettings provider_defaults(ProviderKind kind) {
   ProviderSettings p;
   p.kind = kind;
+  p.max_tokens = default_max_tokens(default_context_window(kind));
   switch (kind) {
     case ProviderKind::anthropic:
       p.base_url = "https://api.anthropic.com";
@@ -579,7 +595,7 @@ class SettingsReader {
           {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script",
            "stream", "context_window", "max_tokens", "prompt_caching", "connect_timeout_ms",
            "first_byte_timeout_ms", "idle_timeout_ms", "retry_base_delay_ms", "retry_max_delay_ms",
-           "max_in_flight"});
+           "max_in_flight", "max_tokens_field", "reasoning_effort"});
       note(base, pt);
       auto existing = s_.providers.find(name);
       ProviderSettings p;
@@ -631,6 +647,13 @@ class SettingsReader {
           p.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 3'600'000, "milliseconds");
         } else if (entry.key == "max_in_flight") {
           p.max_in_flight = detail::read_integer_in(v, key, 0, 10'000, "model calls; 0: no limit");
+        } else if (entry.key == "max_tokens_field") {
+          p.max_tokens_field = detail::read_choice(v, key, {"max_tokens", "max_completion_tokens"});
+        } else if (entry.key == "reasoning_effort") {
+          p.reasoning_effort = detail::read_string(v, key);
+          if (!p.reasoning_effort.empty()) {
+            p.reasoning_effort = detail::read_choice(v, key, {"minimal", "low", "medium", "high"});
+          }
         }
       }
       s_.providers[name] = std::move(p);
@@ -860,6 +883,31 @@ void check_consistency(const Settings& s) {
   }
   for (const auto& [name, p] : s.providers) {
     const std::string base = "providers." + name;
+    if (p.kind != ProviderKind::openai) {
+      const std::string kind(to_string(p.kind));
+      if (!p.max_tokens_field.empty()) {
+        fail_at_origin(s, base + ".max_tokens_field",
+                       "applies to kind \"openai\" only, this provider's kind is \"" + kind +
+                           "\" (the Anthropic Messages API always takes max_tokens): remove it");
+      }
+      if (!p.reasoning_effort.empty()) {
+        fail_at_origin(s, base + ".reasoning_effort",
+                       "applies to kind \"openai\" only (Chat Completions' reasoning_effort), "
+                       "this provider's kind is \"" +
+                           kind + "\": remove it");
+      }
+    }
+    if (s.origins.contains(base + ".max_tokens") && p.max_tokens >= p.window()) {
+      fail_at_origin(
+          s, base + ".max_tokens",
+          std::to_string(p.max_tokens) + " is not below the context window (" +
+              std::to_string(p.window()) +
+              (p.context_window > 0
+                   ? " tokens, context_window)"
+                   : " tokens, the default for kind \"" + std::string(to_string(p.kind)) + "\")") +
+              ": a call's input and its answer share the window; lower max_tokens, or leave "
+              "it unset for min(16384, window / 8)");
+    }
     if (p.kind == ProviderKind::scripted) {
       if (p.script.empty()) {
         fail_at_origin(s, base, "a scripted provider must set script (a recorded session file)");
@@ -892,9 +940,19 @@ void check_worktree_folder(const Settings& s) {
                      "only there: pick a folder inside one, or add a root");
 }
 
+// A provider's max_tokens that no file set fits its window, as it is now.
+void fit_unset_max_tokens(Settings& s) {
+  for (auto& [name, p] : s.providers) {
+    if (!s.origins.contains("providers." + name + ".max_tokens")) {
+      p.max_tokens = default_max_tokens(p.window());
+    }
+  }
+}
+
 Settings merged(const Settings& base, const toml::value& document, const EnvLookup& env) {
   Settings next = base;
   SettingsReader(next, env).apply(document);
+  fit_unset_max_tokens(next);
   check_consistency(next);
   check_worktree_folder(next);
   return next;
@@ -1030,6 +1088,33 @@ std::int64_t SchedulerSettings::limit_for(const std::string& type) const {
   if (type == "phase") return max_running_phase;
   if (type == "code") return max_running_code;
   return 0;
+}
+
+std::int64_t default_context_window(ProviderKind kind) {
+  switch (kind) {
+    case ProviderKind::anthropic:
+      return kAnthropicContextWindow;
+    case ProviderKind::openai:
+      return kOpenAiContextWindow;
+    case ProviderKind::scripted:
+      break;
+  }
+  return kScriptedContextWindow;
+}
+
+std::int64_t default_max_tokens(std::int64_t context_window) {
+  std::int64_t tokens =
+      std::max<std::int64_t>(1024, std::min<std::int64_t>(16384, context_window / 8));
+  return std::max<std::int64_t>(1, std::min(tokens, context_window / 2));
+}
+
+std::int64_t ProviderSettings::window() const {
+  return context_window > 0 ? context_window : default_context_window(kind);
+}
+
+std::string ProviderSettings::max_tokens_field_to_send() const {
+  if (!max_tokens_field.empty()) return max_tokens_field;
+  return url_host(base_url) == "api.openai.com" ? "max_completion_tokens" : "max_tokens";
 }
 
 const ProviderSettings& Settings::active_provider() const {

@@ -202,11 +202,26 @@ struct ProviderSettings {
   // Server-sent events: text reaches clients live; false sends plain JSON.
   bool stream = true;
   // Tokens the model accepts in one call; 0: the kind's default (Anthropic
-  // 200000, OpenAI-compatible 128000). Local servers often need this set.
+  // 200000, OpenAI-compatible 128000, scripted 200000; see window()). Local
+  // servers often need this set.
   std::int64_t context_window = 0;
-  std::int64_t max_tokens = 8192;  // output tokens one call may produce
-  // Anthropic: cache_control on the system prompt and the tool definitions.
+  // Output tokens one call may produce. Unset in loopr.toml: what fits the
+  // window, default_max_tokens(window()) = min(16384, window / 8), at least
+  // 1024 — worked out again after each file is merged, so a context_window
+  // set later counts. Set: kept, and refused (naming the key) when it is not
+  // below window(): the input needs room too.
+  std::int64_t max_tokens = 16384;
+  // Anthropic: cache_control on the system prompt, the tool definitions and
+  // the conversation's last messages (llm/anthropic_wire.hpp).
   bool prompt_caching = true;
+  // Kind "openai" only (refused for the others): the request field that
+  // carries max_tokens, "max_tokens" or "max_completion_tokens". Empty
+  // (unset): by base_url, see max_tokens_field_to_send().
+  std::string max_tokens_field;
+  // Kind "openai" only (refused for the others): sent as reasoning_effort
+  // ("minimal", "low", "medium", "high") with each request, for reasoning
+  // models; empty: not sent.
+  std::string reasoning_effort;
   std::int64_t connect_timeout_ms = 10000;
   std::int64_t first_byte_timeout_ms = 120000;  // request sent -> response head
   std::int64_t idle_timeout_ms = 60000;         // longest silence inside a stream
@@ -215,7 +230,24 @@ struct ProviderSettings {
   // Model calls of all loops in flight at once to this provider; a loop
   // waits for a slot before its call. 0: no limit.
   std::int64_t max_in_flight = 4;
+
+  // context_window, or the kind's default when it is 0.
+  std::int64_t window() const;
+  // max_tokens_field, or when unset: "max_completion_tokens" when base_url's
+  // host is api.openai.com (its reasoning models refuse max_tokens), else
+  // "max_tokens" (what llama.cpp's server, vLLM and Ollama take).
+  std::string max_tokens_field_to_send() const;
 };
+
+inline constexpr std::int64_t kAnthropicContextWindow = 200000;
+inline constexpr std::int64_t kOpenAiContextWindow = 128000;
+inline constexpr std::int64_t kScriptedContextWindow = 200000;
+
+// The context window of a provider of `kind` whose context_window is 0.
+std::int64_t default_context_window(ProviderKind kind);
+// The max_tokens of a provider that does not set it: min(16384, window / 8),
+// at least 1024 (yet never more than half of a window under 2048 tokens).
+std::int64_t default_max_tokens(std::int64_t context_window);
 
 // [prices."MODEL"]: USD per million tokens of each class, for cost budgets.
 struct ModelPrice {

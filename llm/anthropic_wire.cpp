@@ -1,7 +1,9 @@
 #include "llm/anthropic_wire.hpp"
 
 #include <map>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "llm/provider.hpp"
 #include "proto/json_bounded.hpp"
@@ -12,8 +14,48 @@ using nlohmann::json;
 
 namespace {
 
+// The Messages API honours at most this many cache_control breakpoints.
+constexpr int kMaxCacheBreakpoints = 4;
+
 json ephemeral() {
   return {{"type", "ephemeral"}};
+}
+
+// Marks the last block of `content` that may carry cache_control (the API
+// refuses it on an empty text block); false when none may.
+bool mark_last_block(json& content) {
+  for (auto block = content.rbegin(); block != content.rend(); ++block) {
+    if (wire::string_member(*block, "type") == "text" &&
+        wire::string_member(*block, "text").empty()) {
+      continue;
+    }
+    (*block)["cache_control"] = ephemeral();
+    return true;
+  }
+  return false;
+}
+
+// The rolling breakpoints: the last message (this request's whole prefix is
+// written to the cache) and the user message before it (the previous
+// request's last message, so its cached prefix is read even when this turn
+// added more blocks than the API looks back over). `slots` is what the
+// system prompt and the tools left; the earlier one is dropped first.
+void mark_rolling_breakpoints(json& messages, const std::vector<Message>& source, int slots) {
+  if (source.empty() || slots <= 0) return;
+  const std::size_t last = source.size() - 1;
+  std::vector<std::size_t> marks;
+  for (std::size_t i = last; i-- > 0;) {
+    if (source[i].role == Role::user) {
+      marks.push_back(i);
+      break;
+    }
+  }
+  marks.push_back(last);
+  if (marks.size() > static_cast<std::size_t>(slots)) {
+    marks.erase(marks.begin(), marks.begin() + static_cast<std::ptrdiff_t>(marks.size()) - slots);
+  }
+  for (std::size_t index : marks)
+    mark_last_block(messages[index]["content"]);
 }
 
 // A tool call's arguments as the tool_use block's input: the API wants an
@@ -85,9 +127,38 @@ std::string error_words(const json& body) {
   return type + ": " + message;
 }
 
+// errc::context_overflow when an error body says the request is too long
+// for the context window: "prompt is too long: N tokens > M maximum", "input
+// length and `max_tokens` exceed context limit: N + K > M, ...", or the
+// request_too_large type (HTTP 413). `status` 0: an event inside a stream.
+std::optional<Error> overflow_from(const json& body, long status) {
+  std::string type;
+  std::string message;
+  if (body.is_object()) {
+    if (auto it = body.find("error"); it != body.end() && it->is_object()) {
+      type = wire::string_member(*it, "type");
+      message = wire::string_member(*it, "message");
+    }
+  }
+  std::int64_t prompt_tokens = 0;
+  std::int64_t window = 0;
+  if (message.find("prompt is too long") != std::string::npos) {
+    prompt_tokens = wire::number_after(message, "prompt is too long:").value_or(0);
+    window = wire::number_after(message, ">").value_or(0);
+  } else if (message.find("exceed context limit") != std::string::npos) {
+    prompt_tokens = wire::number_after(message, "exceed context limit:").value_or(0);
+    window = wire::number_after(message, ">").value_or(0);
+  } else if (type != "request_too_large" && status != 413) {
+    return std::nullopt;
+  }
+  return wire::context_overflow_error("anthropic", error_words(body), prompt_tokens, window,
+                                      status);
+}
+
 // An error event inside a stream: retrying helps when the provider says it
 // is overloaded or failed internally.
 Error stream_error(const json& body) {
+  if (auto overflow = overflow_from(body, 0)) return std::move(*overflow);
   std::string type;
   if (body.contains("error") && body["error"].is_object()) {
     type = wire::string_member(body["error"], "type");
@@ -239,6 +310,10 @@ json AnthropicWire::request_body(const ModelRequest& request) const {
   json messages = json::array();
   for (const auto& message : request.messages)
     messages.push_back(message_json(message));
+  if (options_.prompt_caching) {
+    const int fixed = (body.contains("system") ? 1 : 0) + (body.contains("tools") ? 1 : 0);
+    mark_rolling_breakpoints(messages, request.messages, kMaxCacheBreakpoints - fixed);
+  }
   body["messages"] = std::move(messages);
   if (options_.stream) body["stream"] = true;
   return body;
@@ -295,6 +370,11 @@ std::string AnthropicWire::error_message(std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
   if (!data) return {};
   return error_words(*data);
+}
+
+std::optional<Error> AnthropicWire::context_overflow(long status, std::string_view body) const {
+  auto data = proto::parse_json_bounded(body);
+  return overflow_from(data ? *data : json(), status);
 }
 
 }  // namespace loopr::llm

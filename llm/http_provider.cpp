@@ -52,9 +52,6 @@ std::string status_hint(long status) {
              "provider in loopr.toml, or shorten the conversation if it is too long";
     case 404:
       return "check base_url and model for this provider in loopr.toml";
-    case 413:
-      return "the request is too large for the provider: shorten the conversation or the tool "
-             "results";
     default:
       return "retrying the same request will not help; check this provider's settings in "
              "loopr.toml";
@@ -133,6 +130,12 @@ HttpProvider::Attempt HttpProvider::status_failure(const HttpHead& head,
                                  wire_->options().model
                            : "set api_key_env or key_file for this provider in loopr.toml";
     out.error = make_error(errc::provider_auth, std::move(message), std::move(hint));
+    return out;
+  }
+  // Before the retryable statuses: a server that answers an overflow with a
+  // 5xx would only be asked the same again.
+  if (auto overflow = wire_->context_overflow(head.status, body)) {
+    out.error = std::move(*overflow);
     return out;
   }
   if (is_retryable_status(head.status)) {

@@ -9,6 +9,11 @@
 //
 // Failures:
 //   401, 403                      → errc::provider_auth at once, no retry;
+//   an answer the wire recognises as "the prompt is too long" (any status;
+//   413; an error event in a stream: WireFormat::context_overflow)
+//                                 → errc::context_overflow at once, with the
+//                                   counts in details when the provider
+//                                   gave them;
 //   other 4xx (not 408/409/429)   → errc::provider_request at once, with the
 //                                   provider's own message and a hint;
 //   408, 409, 429, 5xx, 529, a reset or failed connection, a timeout (connect,

@@ -35,7 +35,13 @@ Result<std::unique_ptr<Provider>> make_provider(const config::ProviderSettings& 
   if (!credential) return std::move(credential).error();
   if (notes != nullptr && !credential->note.empty()) notes->push_back(credential->note);
 
-  WireOptions options{settings.base_url, settings.model, settings.stream, settings.prompt_caching};
+  WireOptions options;
+  options.base_url = settings.base_url;
+  options.model = settings.model;
+  options.stream = settings.stream;
+  options.prompt_caching = settings.prompt_caching;
+  options.max_tokens_field = settings.max_tokens_field_to_send();
+  options.reasoning_effort = settings.reasoning_effort;
   std::unique_ptr<WireFormat> wire;
   if (anthropic) {
     wire = std::make_unique<AnthropicWire>(std::move(options));
@@ -43,9 +49,7 @@ Result<std::unique_ptr<Provider>> make_provider(const config::ProviderSettings& 
     wire = std::make_unique<OpenAiWire>(std::move(options));
   }
   HttpProviderSettings http_settings = HttpProviderSettings::from(settings);
-  if (http_settings.context_window <= 0) {
-    http_settings.context_window = anthropic ? kAnthropicContextWindow : kOpenAiContextWindow;
-  }
+  http_settings.context_window = settings.window();
   return std::unique_ptr<Provider>(
       std::make_unique<HttpProvider>(http, std::move(wire), std::move(*credential), http_settings));
 }

@@ -2,7 +2,9 @@
 // describes (DESIGN.md §8): kind "anthropic" or "openai" → HttpProvider with
 // that wire format and the key from api_key_env / key_file; "scripted" →
 // ScriptedProvider replaying `script`. context_window 0 becomes the kind's
-// default (Anthropic 200000, OpenAI-compatible 128000, scripted 200000).
+// default (ProviderSettings::window(): Anthropic 200000, OpenAI-compatible
+// 128000, scripted 200000). An openai provider's WireOptions carry
+// max_tokens_field_to_send() and reasoning_effort.
 //
 // Errors: a missing or unreadable key (provider_auth), a missing base_url
 // (invalid_arguments), a bad scripted session (invalid_arguments/io naming
@@ -21,9 +23,6 @@
 #include "llm/provider.hpp"
 
 namespace loopr::llm {
-
-inline constexpr std::int64_t kAnthropicContextWindow = 200000;
-inline constexpr std::int64_t kOpenAiContextWindow = 128000;
 
 // `notes`, when given, receives things worth a warn log line (a key file
 // other users can read); they never hold key text. `http` must outlive the

@@ -1,6 +1,7 @@
 #include "llm/openai_wire.hpp"
 
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "llm/provider.hpp"
@@ -61,6 +62,53 @@ std::string error_words(const json& body) {
   return type.empty() ? message : type + ": " + message;
 }
 
+// The prompt tokens an overflow message names: OpenAI's "your messages
+// resulted in N tokens", "you requested T tokens (N in the messages, ...)"
+// (OpenAI, vLLM), vLLM's "you requested N tokens in the messages" and "your
+// request has N input tokens"; 0 when it names none (a bare "you requested
+// T tokens" counts the completion too).
+std::int64_t prompt_tokens_in(const std::string& message) {
+  if (auto n = wire::number_after(message, "resulted in")) return *n;
+  if (auto n = wire::number_after(message, "request has")) return *n;
+  std::size_t at = message.find("you requested");
+  if (at == std::string::npos) return 0;
+  std::string_view rest = std::string_view(message).substr(at);
+  std::size_t tokens = rest.find(" tokens");
+  if (tokens == std::string_view::npos) return 0;
+  std::string_view after = rest.substr(tokens + 7);
+  if (after.starts_with(" in the messages")) {
+    return wire::number_after(rest, "you requested").value_or(0);
+  }
+  if (after.starts_with(" (") && after.find(" in the messages") != std::string_view::npos) {
+    return wire::number_after(after, "(").value_or(0);
+  }
+  return 0;
+}
+
+// errc::context_overflow when an error body says the request is too long
+// for the context window: OpenAI's code context_length_exceeded, llama.cpp's
+// type exceed_context_size_error (n_prompt_tokens, n_ctx), vLLM's "This
+// model's maximum context length is M tokens" (as {"error": {...}} or the
+// older {"object": "error", ...}), or HTTP 413. `status` 0: an event inside
+// a stream.
+std::optional<Error> overflow_from(const json& body, long status) {
+  const json* error = &body;
+  if (body.is_object()) {
+    if (auto it = body.find("error"); it != body.end() && it->is_object()) error = &*it;
+  }
+  const std::string message = wire::string_member(*error, "message");
+  const bool matches = wire::string_member(*error, "code") == "context_length_exceeded" ||
+                       wire::string_member(*error, "type") == "exceed_context_size_error" ||
+                       message.find("maximum context length") != std::string::npos ||
+                       message.find("exceeds the available context size") != std::string::npos;
+  if (!matches && status != 413) return std::nullopt;
+  std::int64_t prompt_tokens = wire::count_member(*error, "n_prompt_tokens");
+  if (prompt_tokens == 0) prompt_tokens = prompt_tokens_in(message);
+  std::int64_t window = wire::count_member(*error, "n_ctx");
+  if (window == 0) window = wire::number_after(message, "maximum context length is").value_or(0);
+  return wire::context_overflow_error("openai", error_words(body), prompt_tokens, window, status);
+}
+
 std::string made_up_id(std::size_t n) {
   return "call_" + std::to_string(n);
 }
@@ -77,6 +125,7 @@ class OpenAiStream : public StreamAccumulator {
     const json& chunk = *parsed;
     if (!chunk.is_object()) return protocol_error("a stream chunk is not a JSON object");
     if (auto it = chunk.find("error"); it != chunk.end() && !it->is_null()) {
+      if (auto overflow = overflow_from(chunk, 0)) return std::move(*overflow);
       std::string words = error_words(chunk);
       std::string type = it->is_object() ? wire::string_member(*it, "type") : std::string();
       bool refused = type == "invalid_request_error";
@@ -197,8 +246,10 @@ json OpenAiWire::request_body(const ModelRequest& request) const {
     }
   }
   json body = {{"model", request.model.empty() ? options_.model : request.model},
-               {"max_tokens", request.max_tokens},
+               {options_.max_tokens_field.empty() ? "max_tokens" : options_.max_tokens_field,
+                request.max_tokens},
                {"messages", std::move(messages)}};
+  if (!options_.reasoning_effort.empty()) body["reasoning_effort"] = options_.reasoning_effort;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const auto& tool : request.tools) {
@@ -237,6 +288,7 @@ Result<ModelTurn> OpenAiWire::parse_response(std::string_view body) const {
   const json& data = *parsed;
   if (!data.is_object()) return protocol_error("the response is not a JSON object");
   if (auto it = data.find("error"); it != data.end() && !it->is_null()) {
+    if (auto overflow = overflow_from(data, 0)) return std::move(*overflow);
     return make_error(errc::provider_unavailable, "openai error: " + error_words(data));
   }
   auto choices = data.find("choices");
@@ -280,6 +332,11 @@ std::string OpenAiWire::error_message(std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
   if (!data) return {};
   return error_words(*data);
+}
+
+std::optional<Error> OpenAiWire::context_overflow(long status, std::string_view body) const {
+  auto data = proto::parse_json_bounded(body);
+  return overflow_from(data ? *data : json(), status);
 }
 
 }  // namespace loopr::llm

@@ -6,8 +6,10 @@
 //
 // Error codes the codecs return: provider_protocol (not the documented
 // format), provider_unavailable (an error event inside a stream that says
-// retrying may help: overloaded, server error), provider_request (an error
-// event that says it will not).
+// retrying may help: overloaded, server error), context_overflow (an error
+// answer or event that says the request did not fit the context window; each
+// codec recognises its providers' words), provider_request (another error
+// event that says retrying will not help).
 // Threads: thread-compatible.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +35,12 @@ struct WireOptions {
   std::string model;     // used when ModelRequest::model is empty
   bool stream = true;
   bool prompt_caching = true;  // Anthropic only
+  // OpenAI only: the request field that carries ModelRequest::max_tokens,
+  // "max_tokens" or "max_completion_tokens".
+  std::string max_tokens_field = "max_tokens";
+  // OpenAI only: sent as reasoning_effort ("minimal", "low", "medium",
+  // "high") when not empty.
+  std::string reasoning_effort;
 };
 
 using TextSink = std::function<void(std::string_view text)>;
@@ -83,6 +92,15 @@ inline std::int64_t count_member(const nlohmann::json& object, const char* key) 
   if (it->is_number_integer()) return std::max<std::int64_t>(0, it->get<std::int64_t>());
   return 0;
 }
+// The whole number that follows the first `marker` in `text` (spaces
+// skipped), or nullopt: the counts in a provider's "prompt is too long: N
+// tokens > M maximum".
+std::optional<std::int64_t> number_after(std::string_view text, std::string_view marker);
+// errc::context_overflow from `wire` ("anthropic") with the provider's own
+// `words`; `prompt_tokens` and `context_window` go into details when above 0,
+// `status` when it is an HTTP status (0: an event inside a stream).
+Error context_overflow_error(std::string_view wire, std::string_view words,
+                             std::int64_t prompt_tokens, std::int64_t context_window, long status);
 // `base_url` + `path` without a doubled slash.
 inline std::string join_url(std::string_view base_url, std::string_view path) {
   while (!base_url.empty() && base_url.back() == '/')
@@ -103,6 +121,10 @@ class WireFormat {
   // The provider's own words from an error body ("overloaded_error:
   // Overloaded"); empty when the body is not the documented error shape.
   virtual std::string error_message(std::string_view body) const = 0;
+  // errc::context_overflow when an error answer (HTTP `status`, `body`) says
+  // the request did not fit the model's context window; nullopt for any other
+  // error. The stream accumulators recognise the same words in error events.
+  virtual std::optional<Error> context_overflow(long status, std::string_view body) const = 0;
   virtual const WireOptions& options() const = 0;
 };
 

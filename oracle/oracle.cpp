@@ -167,11 +167,12 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
   if (!turn) {
     Error error = std::move(turn).error();
     error.message = "oracle (" + o.provider + "): " + error.message;
-    // Refused outright (the key, the request), the model spent nothing;
-    // otherwise it may have (a stream cut, a timeout, a cancel mid-answer):
-    // the worst case of this call is charged to the caller, as its budgets
-    // were checked against it (never overspend).
-    if (error.code != llm::errc::provider_auth && error.code != llm::errc::provider_request) {
+    // Refused outright (the key, the request, a prompt too long for the
+    // window), the model spent nothing; otherwise it may have (a stream cut,
+    // a timeout, a cancel mid-answer): the worst case of this call is charged
+    // to the caller, as its budgets were checked against it (never overspend).
+    if (error.code != llm::errc::provider_auth && error.code != llm::errc::provider_request &&
+        error.code != llm::errc::context_overflow) {
       llm::Usage worst;
       worst.input_tokens = loops::estimate_tokens(
           request.system.size() + request.messages.front().text.size() + kRequestOverheadBytes);

@@ -12,6 +12,7 @@ namespace loopr::config {
 namespace {
 
 using test::config_error;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -368,6 +369,9 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
     EXPECT_EQ(s.providers.at(name).model, p.model) << name;
     EXPECT_EQ(s.providers.at(name).base_url, p.base_url) << name;
     EXPECT_EQ(s.providers.at(name).api_key_env, p.api_key_env) << name;
+    EXPECT_EQ(s.providers.at(name).max_tokens, p.max_tokens) << name;
+    EXPECT_EQ(s.providers.at(name).max_tokens_field, p.max_tokens_field) << name;
+    EXPECT_EQ(s.providers.at(name).reasoning_effort, p.reasoning_effort) << name;
   }
   EXPECT_EQ(s.llm.provider, d.llm.provider);
   for (const auto& [model, price] : d.prices) {
@@ -546,6 +550,126 @@ TEST(SettingsPlans, EachMistakeNamesFileLineAndKey) {
        "loopr.toml:2: worktrees.keep_finished_s:", "a string"},
       {"[worktrees]\nkeep = 5\n", "loopr.toml:2: worktrees.keep:", "unknown key"},
       {"[schedular]\nmax_running = 1\n", "loopr.toml:1: schedular:", "[scheduler]"},
+  };
+  for (const auto& mistake : mistakes) {
+    SCOPED_TRACE(mistake.text);
+    const std::string message = merge_error(mistake.text);
+    EXPECT_THAT(message, StartsWith(mistake.prefix));
+    EXPECT_THAT(message, HasSubstr(mistake.fragment));
+  }
+}
+
+// [providers.local]: an OpenAI-compatible server on loopback, with `extra`.
+std::string local_provider(const std::string& extra) {
+  return "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n"
+         "model = \"m\"\napi_key_env = \"\"\n" +
+         extra;
+}
+
+TEST(SettingsProviders, UnsetMaxTokensFitsTheWindow) {
+  EXPECT_EQ(default_max_tokens(200000), 16384);
+  EXPECT_EQ(default_max_tokens(128000), 16000);
+  EXPECT_EQ(default_max_tokens(32768), 4096);
+  EXPECT_EQ(default_max_tokens(8192), 1024);
+  EXPECT_EQ(default_max_tokens(4096), 1024);
+  EXPECT_EQ(default_max_tokens(1500), 750);  // half of a window under 2048
+
+  const Settings d = Settings::defaults();
+  EXPECT_EQ(d.providers.at("anthropic").window(), 200000);
+  EXPECT_EQ(d.providers.at("anthropic").max_tokens, 16384);
+  EXPECT_EQ(d.providers.at("openai").window(), 128000);
+  EXPECT_EQ(d.providers.at("openai").max_tokens, 16000);
+
+  Settings s = merged(local_provider("context_window = 32768\n") +
+                      "[providers.demo]\nkind = \"scripted\"\nscript = \"/s.jsonl\"\n");
+  EXPECT_EQ(s.providers.at("local").window(), 32768);
+  EXPECT_EQ(s.providers.at("local").max_tokens, 4096);
+  EXPECT_EQ(s.providers.at("demo").window(), 200000);
+  EXPECT_EQ(s.providers.at("demo").max_tokens, 16384);
+  EXPECT_EQ(s.providers.at("anthropic").max_tokens, 16384);
+
+  // A window a later file sets counts: the unset max_tokens is fitted again.
+  std::istringstream later("[providers.local]\ncontext_window = 8192\n");
+  s.merge_toml(later, "later.toml", kEnv);
+  EXPECT_EQ(s.providers.at("local").max_tokens, 1024);
+}
+
+TEST(SettingsProviders, ASetMaxTokensIsKeptBelowTheWindow) {
+  Settings s = merged(local_provider("context_window = 32768\nmax_tokens = 20000\n") +
+                      "[providers.anthropic]\nmax_tokens = 64000\n");
+  EXPECT_EQ(s.providers.at("local").max_tokens, 20000);
+  EXPECT_EQ(s.providers.at("anthropic").max_tokens, 64000);
+
+  EXPECT_THAT(merge_error(local_provider("context_window = 32768\nmax_tokens = 32768\n")),
+              AllOf(StartsWith("loopr.toml:7: providers.local.max_tokens: 32768 is not below the "
+                               "context window (32768 tokens, context_window)"),
+                    HasSubstr("leave it unset")));
+  EXPECT_THAT(merge_error("[providers.openai]\nmax_tokens = 200000\n"),
+              StartsWith("loopr.toml:2: providers.openai.max_tokens: 200000 is not below the "
+                         "context window (128000 tokens, the default for kind \"openai\")"));
+  // A window set by a later file is checked against the max_tokens set before.
+  std::istringstream later("[providers.local]\ncontext_window = 16000\n");
+  EXPECT_THAT(config_error([&] { s.merge_toml(later, "later.toml", kEnv); }),
+              StartsWith("loopr.toml:7: providers.local.max_tokens: 20000 is not below"));
+}
+
+TEST(SettingsProviders, MaxTokensFieldDefaultsByHost) {
+  const Settings d = Settings::defaults();
+  EXPECT_EQ(d.providers.at("openai").max_tokens_field, "");
+  EXPECT_EQ(d.providers.at("openai").max_tokens_field_to_send(), "max_completion_tokens");
+  EXPECT_EQ(d.providers.at("openai").reasoning_effort, "");
+
+  const Settings s = merged(local_provider("") +
+                            "[providers.azure]\nkind = \"openai\"\n"
+                            "base_url = \"https://API.OpenAI.com:443/v1\"\nmodel = \"o4-mini\"\n"
+                            "api_key_env = \"K\"\nreasoning_effort = \"medium\"\n"
+                            "[providers.proxy]\nkind = \"openai\"\n"
+                            "base_url = \"https://api.openai.com.example.org/v1\"\n"
+                            "model = \"m\"\napi_key_env = \"K\"\n");
+  EXPECT_EQ(s.providers.at("local").max_tokens_field_to_send(), "max_tokens");
+  EXPECT_EQ(s.providers.at("azure").max_tokens_field_to_send(), "max_completion_tokens");
+  EXPECT_EQ(s.providers.at("azure").reasoning_effort, "medium");
+  EXPECT_EQ(s.providers.at("proxy").max_tokens_field_to_send(), "max_tokens");
+}
+
+TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortAreRead) {
+  const Settings s = merged(
+      local_provider("max_tokens_field = \"max_completion_tokens\"\nreasoning_effort = \"low\"\n") +
+      "[providers.openai]\nmax_tokens_field = \"max_tokens\"\nreasoning_effort = \"\"\n");
+  EXPECT_EQ(s.providers.at("local").max_tokens_field, "max_completion_tokens");
+  EXPECT_EQ(s.providers.at("local").max_tokens_field_to_send(), "max_completion_tokens");
+  EXPECT_EQ(s.providers.at("local").reasoning_effort, "low");
+  EXPECT_EQ(s.providers.at("openai").max_tokens_field_to_send(), "max_tokens");
+  EXPECT_EQ(s.providers.at("openai").reasoning_effort, "");
+  for (const char* effort : {"minimal", "low", "medium", "high"}) {
+    EXPECT_EQ(merged(local_provider(std::string("reasoning_effort = \"") + effort + "\"\n"))
+                  .providers.at("local")
+                  .reasoning_effort,
+              effort);
+  }
+}
+
+TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortMistakes) {
+  const Mistake mistakes[] = {
+      {"[providers.openai]\nmax_tokens_field = \"max_output_tokens\"\n",
+       "loopr.toml:2: providers.openai.max_tokens_field:",
+       "must be one of max_tokens, max_completion_tokens, got \"max_output_tokens\""},
+      {"[providers.openai]\nmax_tokens_field = \"\"\n",
+       "loopr.toml:2: providers.openai.max_tokens_field:", "must be one of"},
+      {"[providers.openai]\nmax_tokens_field = 1\n",
+       "loopr.toml:2: providers.openai.max_tokens_field:", "must be one of"},
+      {"[providers.anthropic]\nmax_tokens_field = \"max_tokens\"\n",
+       "loopr.toml:2: providers.anthropic.max_tokens_field:",
+       "applies to kind \"openai\" only, this provider's kind is \"anthropic\""},
+      {"[providers.openai]\nreasoning_effort = \"extreme\"\n",
+       "loopr.toml:2: providers.openai.reasoning_effort:",
+       "must be one of minimal, low, medium, high, got \"extreme\""},
+      {"[providers.openai]\nreasoning_effort = true\n",
+       "loopr.toml:2: providers.openai.reasoning_effort:", "must be a string"},
+      {"[providers.anthropic]\nreasoning_effort = \"high\"\n",
+       "loopr.toml:2: providers.anthropic.reasoning_effort:", "applies to kind \"openai\" only"},
+      {"[providers.demo]\nkind = \"scripted\"\nscript = \"/s.jsonl\"\nreasoning_effort = \"low\"\n",
+       "loopr.toml:4: providers.demo.reasoning_effort:", "kind is \"scripted\""},
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);

@@ -13,7 +13,12 @@ using wire_test::run_stream;
 using nlohmann::json;
 
 WireOptions options(bool stream = false, bool caching = true) {
-  return WireOptions{"https://api.anthropic.com/", "claude-test", stream, caching};
+  WireOptions out;
+  out.base_url = "https://api.anthropic.com/";
+  out.model = "claude-test";
+  out.stream = stream;
+  out.prompt_caching = caching;
+  return out;
 }
 
 ModelRequest sample_request() {
@@ -50,7 +55,8 @@ TEST(AnthropicWire, RequestBody) {
        "cache_control": {"type": "ephemeral"}}
     ],
     "messages": [
-      {"role": "user", "content": [{"type": "text", "text": "Fix the bug"}]},
+      {"role": "user", "content": [{"type": "text", "text": "Fix the bug",
+                                    "cache_control": {"type": "ephemeral"}}]},
       {"role": "assistant", "content": [
         {"type": "text", "text": "Looking."},
         {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.c"}},
@@ -58,7 +64,8 @@ TEST(AnthropicWire, RequestBody) {
       ]},
       {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "int main;", "is_error": false},
-        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad args", "is_error": true}
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad args", "is_error": true,
+         "cache_control": {"type": "ephemeral"}}
       ]}
     ]
   })");
@@ -86,6 +93,118 @@ TEST(AnthropicWire, NoCachingNoStreamAndModelOverride) {
   EXPECT_FALSE(minimal.contains("system"));
   EXPECT_FALSE(minimal.contains("tools"));
   EXPECT_FALSE(minimal.contains("stream"));
+}
+
+// Every cache_control in `value`, as JSON pointers.
+std::vector<std::string> breakpoints(const json& value, const std::string& at = "") {
+  std::vector<std::string> out;
+  if (value.is_object()) {
+    for (const auto& [key, member] : value.items()) {
+      if (key == "cache_control") {
+        EXPECT_EQ(member, json({{"type", "ephemeral"}})) << at;
+        out.push_back(at);
+      } else {
+        auto inner = breakpoints(member, at + "/" + key);
+        out.insert(out.end(), inner.begin(), inner.end());
+      }
+    }
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      auto inner = breakpoints(value[i], at + "/" + std::to_string(i));
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
+  }
+  return out;
+}
+
+// A loop's conversation after `turns` model turns: each turn is an
+// assistant message with text and `calls` tool calls, answered by a user
+// message with their results.
+ModelRequest conversation(int turns, int calls) {
+  ModelRequest request = sample_request();
+  request.messages = {{Role::user, "Fix the bug", {}, {}}};
+  for (int turn = 0; turn < turns; ++turn) {
+    Message assistant{Role::assistant, "Turn " + std::to_string(turn), {}, {}};
+    Message results{Role::user, "", {}, {}};
+    for (int call = 0; call < calls; ++call) {
+      std::string id = "toolu_" + std::to_string(turn) + "_" + std::to_string(call);
+      assistant.tool_calls.push_back({id, "grep", R"({"pattern":"x"})"});
+      results.tool_results.push_back({id, "grep", "match " + id, false});
+    }
+    request.messages.push_back(std::move(assistant));
+    request.messages.push_back(std::move(results));
+  }
+  return request;
+}
+
+TEST(AnthropicWire, FirstCallMarksSystemLastToolAndTheOnlyMessage) {
+  ModelRequest request = sample_request();
+  request.messages = {{Role::user, "Fix the bug", {}, {}}};
+  json body = AnthropicWire(options()).request_body(request);
+  EXPECT_EQ(breakpoints(body),
+            (std::vector<std::string>{"/messages/0/content/0", "/system/0", "/tools/1"}));
+}
+
+TEST(AnthropicWire, LaterCallsMarkThePreviousUserMessageAndTheLast) {
+  // Three turns of 12 tool calls: the last turn adds 25 blocks, more than
+  // the API looks back over from the last breakpoint.
+  json body = AnthropicWire(options()).request_body(conversation(3, 12));
+  ASSERT_EQ(body["messages"].size(), 7U);
+  EXPECT_EQ(breakpoints(body),
+            (std::vector<std::string>{"/messages/4/content/11", "/messages/6/content/11",
+                                      "/system/0", "/tools/1"}));
+  // The previous request's last message is this one's message 4, marked at
+  // the same block: its prefix is read from the cache.
+  json previous = AnthropicWire(options()).request_body(conversation(2, 12));
+  EXPECT_EQ(breakpoints(previous),
+            (std::vector<std::string>{"/messages/2/content/11", "/messages/4/content/11",
+                                      "/system/0", "/tools/1"}));
+  EXPECT_EQ(body["messages"][4], previous["messages"][4]);
+}
+
+TEST(AnthropicWire, LastMessageFromTheAssistantStillMarksThePreviousUserMessage) {
+  ModelRequest request = conversation(1, 1);
+  request.messages.push_back({Role::assistant, "Done.", {}, {}});
+  json body = AnthropicWire(options()).request_body(request);
+  EXPECT_EQ(breakpoints(body),
+            (std::vector<std::string>{"/messages/2/content/0", "/messages/3/content/0", "/system/0",
+                                      "/tools/1"}));
+}
+
+TEST(AnthropicWire, WithoutSystemAndToolsOnlyTheMessagesAreMarked) {
+  ModelRequest request = conversation(2, 1);
+  request.system.clear();
+  request.tools.clear();
+  json body = AnthropicWire(options()).request_body(request);
+  EXPECT_EQ(breakpoints(body),
+            (std::vector<std::string>{"/messages/2/content/0", "/messages/4/content/0"}));
+}
+
+TEST(AnthropicWire, NeverMoreThanFourBreakpoints) {
+  AnthropicWire wire(options());
+  for (int turns = 0; turns < 30; ++turns) {
+    ModelRequest request = conversation(turns, 1 + turns % 5);
+    json body = wire.request_body(request);
+    auto marks = breakpoints(body);
+    EXPECT_LE(marks.size(), 4U) << turns;
+    EXPECT_EQ(marks.size(), turns == 0 ? 3U : 4U) << turns;
+    const std::size_t last = body["messages"].size() - 1;
+    EXPECT_TRUE(body["messages"][last]["content"].back().contains("cache_control")) << turns;
+    for (const auto& message : body["messages"]) {
+      if (message["role"] == "assistant") {
+        EXPECT_EQ(message.dump().find("cache_control"), std::string::npos) << turns;
+      }
+    }
+  }
+}
+
+TEST(AnthropicWire, AnEmptyTextBlockIsNeverMarked) {
+  ModelRequest request = sample_request();
+  request.messages = {{Role::user, "Go on", {}, {}}, {Role::assistant, "", {}, {}}};
+  json body = AnthropicWire(options()).request_body(request);
+  EXPECT_EQ(body["messages"][1]["content"], json::parse(R"([{"type": "text", "text": ""}])"));
+  EXPECT_EQ(breakpoints(body),
+            (std::vector<std::string>{"/messages/0/content/0", "/system/0", "/tools/1"}));
 }
 
 TEST(AnthropicWire, Headers) {
@@ -290,6 +409,58 @@ TEST(AnthropicWire, ErrorEventOverloadedIsRetryable) {
   auto other = run_stream(wire, {refused});
   ASSERT_FALSE(other.turn);
   EXPECT_EQ(other.turn.error().code, errc::provider_request);
+}
+
+TEST(AnthropicWire, ContextOverflowShapes) {
+  AnthropicWire wire(options());
+  auto error_body = [](const std::string& type, const std::string& message) {
+    return json{{"type", "error"}, {"error", {{"type", type}, {"message", message}}}}.dump();
+  };
+  auto too_long = wire.context_overflow(
+      400,
+      error_body("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"));
+  ASSERT_TRUE(too_long);
+  EXPECT_EQ(too_long->code, errc::context_overflow);
+  EXPECT_EQ(too_long->details,
+            json({{"prompt_tokens", 210000}, {"context_window", 200000}, {"status", 400}}));
+  EXPECT_NE(too_long->message.find("context overflow"), std::string::npos) << too_long->message;
+  EXPECT_NE(too_long->message.find("prompt is too long"), std::string::npos);
+
+  auto with_output = wire.context_overflow(
+      400, error_body("invalid_request_error",
+                      "input length and `max_tokens` exceed context limit: 150000 + 64000 > "
+                      "200000, decrease input length or `max_tokens` and try again"));
+  ASSERT_TRUE(with_output);
+  EXPECT_EQ(with_output->details,
+            json({{"prompt_tokens", 150000}, {"context_window", 200000}, {"status", 400}}));
+
+  auto too_large = wire.context_overflow(
+      413, error_body("request_too_large", "Request exceeds the maximum allowed number of bytes."));
+  ASSERT_TRUE(too_large);
+  EXPECT_EQ(too_large->details, json({{"status", 413}}));
+  ASSERT_TRUE(wire.context_overflow(413, "<html>Request Entity Too Large</html>"));
+
+  EXPECT_FALSE(wire.context_overflow(400, error_body("invalid_request_error", "bad")));
+  EXPECT_FALSE(wire.context_overflow(529, error_body("overloaded_error", "Overloaded")));
+  EXPECT_FALSE(wire.context_overflow(400, "not json"));
+}
+
+TEST(AnthropicWire, ContextOverflowErrorEvent) {
+  AnthropicWire wire(options(true));
+  auto outcome = run_stream(
+      wire, {"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
+             "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+             "\"invalid_request_error\",\"message\":\"prompt is too long: 201000 tokens > "
+             "200000 maximum\"}}\n\n"});
+  ASSERT_FALSE(outcome.turn);
+  EXPECT_EQ(outcome.turn.error().code, errc::context_overflow);
+  EXPECT_EQ(outcome.turn.error().details,
+            json({{"prompt_tokens", 201000}, {"context_window", 200000}}));
+  auto whole =
+      wire.parse_response(R"({"type":"error","error":{"type":"invalid_request_error",)"
+                          R"("message":"prompt is too long: 201000 tokens > 200000 maximum"}})");
+  ASSERT_FALSE(whole);
+  EXPECT_EQ(whole.error().code, errc::context_overflow);
 }
 
 TEST(AnthropicWire, TruncatedStreamIsRetryable) {

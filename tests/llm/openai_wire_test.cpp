@@ -12,7 +12,11 @@ using nlohmann::json;
 using wire_test::run_stream;
 
 WireOptions options(bool stream = false) {
-  return WireOptions{"http://127.0.0.1:8080/v1", "local-model", stream, true};
+  WireOptions out;
+  out.base_url = "http://127.0.0.1:8080/v1";
+  out.model = "local-model";
+  out.stream = stream;
+  return out;
 }
 
 ModelRequest sample_request() {
@@ -62,6 +66,51 @@ TEST(OpenAIWire, RequestBody) {
   HttpRequest http = wire.build_request(sample_request(), nullptr);
   EXPECT_EQ(json::parse(http.body), expected);
   EXPECT_EQ(http.url, "http://127.0.0.1:8080/v1/chat/completions");
+}
+
+TEST(OpenAIWire, MaxCompletionTokensAndReasoningEffort) {
+  WireOptions reasoning = options();
+  reasoning.base_url = "https://api.openai.com/v1";
+  reasoning.model = "o4-mini";
+  reasoning.max_tokens_field = "max_completion_tokens";
+  reasoning.reasoning_effort = "high";
+  ModelRequest request;
+  request.max_tokens = 16000;
+  request.messages = {{Role::user, "hi", {}, {}}};
+  EXPECT_EQ(OpenAiWire(reasoning).request_body(request), json::parse(R"({
+    "model": "o4-mini",
+    "max_completion_tokens": 16000,
+    "reasoning_effort": "high",
+    "messages": [{"role": "user", "content": "hi"}]
+  })"));
+
+  reasoning.reasoning_effort = "minimal";
+  EXPECT_EQ(json::parse(OpenAiWire(reasoning).build_request(request, nullptr).body),
+            json::parse(R"({
+    "model": "o4-mini",
+    "max_completion_tokens": 16000,
+    "reasoning_effort": "minimal",
+    "messages": [{"role": "user", "content": "hi"}]
+  })"));
+}
+
+TEST(OpenAIWire, MaxTokensAndNoReasoningEffortByDefault) {
+  ModelRequest request;
+  request.max_tokens = 4096;
+  request.messages = {{Role::user, "hi", {}, {}}};
+  EXPECT_EQ(OpenAiWire(options()).request_body(request), json::parse(R"({
+    "model": "local-model",
+    "max_tokens": 4096,
+    "messages": [{"role": "user", "content": "hi"}]
+  })"));
+  WireOptions local = options();
+  local.reasoning_effort = "low";
+  EXPECT_EQ(OpenAiWire(local).request_body(request), json::parse(R"({
+    "model": "local-model",
+    "max_tokens": 4096,
+    "reasoning_effort": "low",
+    "messages": [{"role": "user", "content": "hi"}]
+  })"));
 }
 
 TEST(OpenAIWire, StreamingRequestAsksForUsage) {
@@ -152,6 +201,59 @@ TEST(OpenAIWire, ErrorMessages) {
             "NotFoundError: model not found");
   EXPECT_EQ(wire.error_message(R"({"error":"model is loading"})"), "model is loading");
   EXPECT_EQ(wire.error_message("Bad Gateway"), "");
+}
+
+TEST(OpenAIWire, ContextOverflowShapes) {
+  OpenAiWire wire(options());
+  struct Case {
+    long status;
+    const char* body;
+    json details;
+  };
+  const Case cases[] = {
+      {400,
+       R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, )"
+       R"(you requested 140000 tokens (130000 in the messages, 10000 in the completion). )"
+       R"(Please reduce the length of the messages or completion.","type":)"
+       R"("invalid_request_error","param":"messages","code":"context_length_exceeded"}})",
+       {{"prompt_tokens", 130000}, {"context_window", 128000}, {"status", 400}}},
+      {400,
+       R"({"object":"error","message":"This model's maximum context length is 4096 tokens. )"
+       R"(However, you requested 5000 tokens in the messages, Please reduce the length of the )"
+       R"(messages.","type":"BadRequestError","param":null,"code":400})",
+       {{"prompt_tokens", 5000}, {"context_window", 4096}, {"status", 400}}},
+      {400,
+       R"({"error":{"message":"This model's maximum context length is 8192 tokens. However, )"
+       R"(your request has 9000 input tokens. Please reduce the length of the input )"
+       R"(messages.","type":"BadRequestError","param":null,"code":400}})",
+       {{"prompt_tokens", 9000}, {"context_window", 8192}, {"status", 400}}},
+      {400,
+       R"({"error":{"code":400,"message":"request (4476 tokens) exceeds the available )"
+       R"x(context size (4096 tokens)","type":"exceed_context_size_error",)x"
+       R"("n_prompt_tokens":4476,"n_ctx":4096}})",
+       {{"prompt_tokens", 4476}, {"context_window", 4096}, {"status", 400}}},
+      {413, "", {{"status", 413}}},
+  };
+  for (const auto& c : cases) {
+    auto error = wire.context_overflow(c.status, c.body);
+    ASSERT_TRUE(error) << c.body;
+    EXPECT_EQ(error->code, errc::context_overflow) << c.body;
+    EXPECT_EQ(error->details, c.details) << c.body;
+  }
+  EXPECT_FALSE(wire.context_overflow(400, R"({"error":{"message":"Invalid 'max_tokens'",)"
+                                          R"("type":"invalid_request_error","code":null}})"));
+  EXPECT_FALSE(wire.context_overflow(400, "Bad Request"));
+  EXPECT_FALSE(wire.context_overflow(500, ""));
+}
+
+TEST(OpenAIWire, ContextOverflowInAWholeAnswer) {
+  // Some servers answer 200 with an error object.
+  auto turn = OpenAiWire(options()).parse_response(
+      R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, )"
+      R"(your messages resulted in 130000 tokens.","code":"context_length_exceeded"}})");
+  ASSERT_FALSE(turn);
+  EXPECT_EQ(turn.error().code, errc::context_overflow);
+  EXPECT_EQ(turn.error().details, json({{"prompt_tokens", 130000}, {"context_window", 128000}}));
 }
 
 std::string chunk(const json& value) {

@@ -548,6 +548,180 @@ TEST_P(ProviderHttpTest, BadRequestIsProviderRequestWithTheProvidersWords) {
   EXPECT_TRUE(retries_.empty());
 }
 
+// The provider's "the prompt is too long", in each shape a server sends.
+struct OverflowShape {
+  std::string name;
+  int status;
+  std::string body;
+  json details;  // what Error::details must be
+};
+
+std::vector<OverflowShape> overflow_shapes(bool anthropic) {
+  if (anthropic) {
+    return {
+        {"prompt is too long",
+         400,
+         R"({"type":"error","error":{"type":"invalid_request_error",)"
+         R"("message":"prompt is too long: 210000 tokens > 200000 maximum"}})",
+         {{"prompt_tokens", 210000}, {"context_window", 200000}, {"status", 400}}},
+        {"input and max_tokens exceed the limit",
+         400,
+         R"({"type":"error","error":{"type":"invalid_request_error","message":"input length )"
+         R"(and `max_tokens` exceed context limit: 150000 + 64000 > 200000, decrease input )"
+         R"(length or `max_tokens` and try again"}})",
+         {{"prompt_tokens", 150000}, {"context_window", 200000}, {"status", 400}}},
+        {"request_too_large",
+         413,
+         R"({"type":"error","error":{"type":"request_too_large",)"
+         R"("message":"Request exceeds the maximum allowed number of bytes."}})",
+         {{"status", 413}}},
+    };
+  }
+  return {
+      {"OpenAI context_length_exceeded",
+       400,
+       R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, )"
+       R"(your messages resulted in 130000 tokens. Please reduce the length of the messages.",)"
+       R"("type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})",
+       {{"prompt_tokens", 130000}, {"context_window", 128000}, {"status", 400}}},
+      {"llama.cpp exceed_context_size_error",
+       400,
+       R"({"error":{"code":400,"message":"the request exceeds the available context size, )"
+       R"(try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,)"
+       R"("n_ctx":8192}})",
+       {{"prompt_tokens", 9000}, {"context_window", 8192}, {"status", 400}}},
+      {"vLLM (object: error)",
+       400,
+       R"({"object":"error","message":"This model's maximum context length is 4096 tokens. )"
+       R"(However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). )"
+       R"(Please reduce the length of the messages or completion.","type":"BadRequestError",)"
+       R"("param":null,"code":400})",
+       {{"prompt_tokens", 4000}, {"context_window", 4096}, {"status", 400}}},
+      {"vLLM (error object, no breakdown)",
+       400,
+       R"({"error":{"message":"This model's maximum context length is 4096 tokens. However, )"
+       R"(you requested 5000 tokens. Please reduce the length of the messages or )"
+       R"(completion.","type":"BadRequestError","param":null,"code":400}})",
+       {{"context_window", 4096}, {"status", 400}}},
+      {"HTTP 413 from a proxy",
+       413,
+       "<html><body>413 Request Entity Too Large</body></html>",
+       {{"status", 413}}},
+  };
+}
+
+void expect_overflow(const Result<ModelTurn>& turn, const json& details, const std::string& name) {
+  ASSERT_FALSE(turn) << name;
+  EXPECT_EQ(turn.error().code, errc::context_overflow) << name << ": " << turn.error().message;
+  EXPECT_EQ(turn.error().details, details) << name;
+  EXPECT_NE(turn.error().message.find("context overflow"), std::string::npos)
+      << name << ": " << turn.error().message;
+  EXPECT_NE(turn.error().hint.find("shrink the conversation"), std::string::npos)
+      << name << ": " << turn.error().hint;
+}
+
+TEST_P(ProviderHttpTest, PromptTooLongIsContextOverflowAtOnce) {
+  for (const auto& shape : overflow_shapes(anthropic())) {
+    server_.push(ScriptedReply::json(shape.status, shape.body));
+    auto provider = make(settings());
+    ASSERT_TRUE(provider);
+    const std::size_t before = server_.requests().size();
+    auto turn = run(*provider, request());
+    expect_overflow(turn, shape.details, shape.name);
+    EXPECT_EQ(server_.requests().size(), before + 1) << shape.name;
+  }
+  EXPECT_TRUE(retries_.empty());
+}
+
+TEST_P(ProviderHttpTest, OverflowMessageQuotesTheProvider) {
+  auto shape = overflow_shapes(anthropic()).front();
+  server_.push(ScriptedReply::json(shape.status, shape.body));
+  auto provider = make(settings());
+  ASSERT_TRUE(provider);
+  auto turn = run(*provider, request());
+  ASSERT_FALSE(turn);
+  const std::string& message = turn.error().message;
+  EXPECT_NE(message.find(anthropic() ? "210000 input tokens, window 200000"
+                                     : "130000 input tokens, window 128000"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(anthropic() ? "prompt is too long" : "maximum context length"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("HTTP 400"), std::string::npos) << message;
+}
+
+TEST_P(ProviderHttpStreamTest, OverflowErrorEventIsContextOverflowAtOnce) {
+  std::vector<std::string> pieces = anthropic() ? anthropic_events({"Partial", {}, false})
+                                                : openai_events({"Partial", {}, false});
+  pieces.resize(1);
+  json error =
+      anthropic()
+          ? json::parse(R"({"type":"error","error":{"type":"invalid_request_error",)"
+                        R"("message":"prompt is too long: 210000 tokens > 200000 maximum"}})")
+          : json::parse(R"({"error":{"message":"This model's maximum context length is 128000 )"
+                        R"(tokens. However, your messages resulted in 130000 tokens.",)"
+                        R"("type":"invalid_request_error","code":"context_length_exceeded"}})");
+  pieces.push_back(anthropic() ? event("error", error) : data_line(error));
+  server_.push(ScriptedReply::sse(pieces));
+  auto provider = make(settings());
+  ASSERT_TRUE(provider);
+  auto turn = run(*provider, request());
+  expect_overflow(turn,
+                  anthropic() ? json{{"prompt_tokens", 210000}, {"context_window", 200000}}
+                              : json{{"prompt_tokens", 130000}, {"context_window", 128000}},
+                  "stream error event");
+  EXPECT_TRUE(retries_.empty());
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_P(ProviderHttpTest, PlainBadRequestIsStillProviderRequest) {
+  server_.push(ScriptedReply::json(
+      400, error_body("invalid_request_error", "messages.0.content: text must not be empty")));
+  server_.push(ScriptedReply::json(413, "too big", {{"Content-Type", "text/plain"}}));
+  server_.push(ScriptedReply::json(422, error_body("invalid_request_error", "bad tools")));
+  auto provider = make(settings());
+  ASSERT_TRUE(provider);
+  auto plain = run(*provider, request());
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().code, errc::provider_request) << plain.error().message;
+  EXPECT_EQ(plain.error().details, json({{"status", 400}}));
+  auto too_large = run(*provider, request());
+  ASSERT_FALSE(too_large);
+  EXPECT_EQ(too_large.error().code, errc::context_overflow);  // any 413
+  auto unprocessable = run(*provider, request());
+  ASSERT_FALSE(unprocessable);
+  EXPECT_EQ(unprocessable.error().code, errc::provider_request);
+  EXPECT_TRUE(retries_.empty());
+  EXPECT_EQ(server_.requests().size(), 3U);
+}
+
+TEST_P(ProviderHttpTest, OutputCapFieldAndReasoningEffortComeFromTheSettings) {
+  if (anthropic()) GTEST_SKIP() << "Chat Completions fields";
+  server_.push(success({"ok", {}, false}));
+  server_.push(success({"ok", {}, false}));
+  config::ProviderSettings local = settings();  // base_url on 127.0.0.1
+  auto provider = make(local);
+  ASSERT_TRUE(provider);
+  ASSERT_TRUE(run(*provider, request()));
+  config::ProviderSettings reasoning = settings();
+  reasoning.max_tokens_field = "max_completion_tokens";
+  reasoning.reasoning_effort = "medium";
+  provider = make(reasoning);
+  ASSERT_TRUE(provider);
+  ASSERT_TRUE(run(*provider, request()));
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  json plain = json::parse(requests[0].body);
+  EXPECT_EQ(plain["max_tokens"], 256);
+  EXPECT_FALSE(plain.contains("max_completion_tokens"));
+  EXPECT_FALSE(plain.contains("reasoning_effort"));
+  json chosen = json::parse(requests[1].body);
+  EXPECT_EQ(chosen["max_completion_tokens"], 256);
+  EXPECT_FALSE(chosen.contains("max_tokens"));
+  EXPECT_EQ(chosen["reasoning_effort"], "medium");
+}
+
 TEST_P(ProviderHttpTest, MaxRetriesExhaustedIsProviderUnavailable) {
   config::ProviderSettings s = settings();
   s.max_retries = 2;

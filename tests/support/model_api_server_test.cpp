@@ -545,7 +545,7 @@ TEST_P(ModelApiProvider, ATurnWithTextAndAToolCallDecodesWithTheServersUsage) {
   }
 }
 
-TEST_P(ModelApiProvider, ARefusalReachesTheProviderAsARequestError) {
+TEST_P(ModelApiProvider, ARefusalReachesTheProviderAsAContextOverflow) {
   ModelApiOptions options;
   options.context_window = 1000;
   ModelApiServer server(answer_with_text("unused"), options);
@@ -556,7 +556,8 @@ TEST_P(ModelApiProvider, ARefusalReachesTheProviderAsARequestError) {
   request.messages = {{llm::Role::user, text_of(4400), {}, {}}};
   auto turn = run(*made, request);
   ASSERT_FALSE(turn);
-  EXPECT_EQ(turn.error().code, llm::errc::provider_request);
+  EXPECT_EQ(turn.error().code, llm::errc::context_overflow);
+  EXPECT_EQ(turn.error().details["context_window"], 1000);
   EXPECT_NE(turn.error().message.find(anthropic() ? "prompt is too long"
                                                   : "maximum context length is 1000 tokens"),
             std::string::npos)
