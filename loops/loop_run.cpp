@@ -35,10 +35,6 @@ std::int64_t now_ms() {
       .count();
 }
 
-// llm/provider.hpp's errc::context_overflow: the request did not fit the
-// model's context window.
-constexpr const char* kContextOverflow = "context_overflow";
-
 // What the model reads of a validation: head and tail of what it printed.
 constexpr std::size_t kValidationHead = 4000;
 constexpr std::size_t kValidationTail = 4000;
@@ -825,7 +821,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     if (cancel_requested_ || !asked)
       co_return finish(LoopStatus::cancelled, "cancelled by the user");
     auto& turn = *asked;
-    if (!turn && turn.error().code == kContextOverflow) {
+    if (!turn && turn.error().code == llm::errc::context_overflow) {
       // The provider counted more than the window: believe its count, and
       // hand off from a conversation made small enough.
       const json& details = turn.error().details;
