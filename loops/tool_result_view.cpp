@@ -64,6 +64,16 @@ void add_line(std::string& out, const std::string& text) {
   if (out.back() != '\n') out += '\n';
 }
 
+std::string number_text(std::size_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string command_view(const json& output) {
   std::string out;
   const json exit_code = output.value("exit_code", json());
@@ -79,7 +89,13 @@ std::string command_view(const json& output) {
   } else if (output.contains("signal") && output["signal"].is_number_integer()) {
     out += " · killed by signal " + std::to_string(output["signal"].get<int>());
   }
-  if (output.value("truncated", false)) out += " · the tool kept only the head and tail";
+  if (output.value("truncated", false)) {
+    const json printed = output.value("output_bytes", json());
+    out += printed.is_number_unsigned() || printed.is_number_integer()
+               ? " · " + number_text(printed.get<std::size_t>()) +
+                     " bytes printed, of which the tool kept the head and tail"
+               : std::string(" · the tool kept only the head and tail");
+  }
   out += '\n';
   for (const char* note : {"hint", "sandbox_note", "disk_note"}) {
     if (const std::string text = text_of(output, note); !text.empty())
@@ -189,16 +205,6 @@ std::string grep_view(const json& output) {
     if (!out.empty() && out.back() != '\n') out += '\n';
   }
   return out + listing_footer(output);
-}
-
-std::string number_text(std::size_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 // The start of a UTF-8 sequence at or after `at`.

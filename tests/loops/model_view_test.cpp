@@ -37,6 +37,10 @@ TEST(ToolResultView, ACommandIsExitCodeDurationAndItsMergedOutput) {
       {{"output", "out\nerr\n"}, {"stdout_base64", "AAAA"}, {"hint", "try make -k"}});
   const std::string view = full_view("run_command", outcome);
   EXPECT_THAT(view, StartsWith("exit code 2 · 1.2 s\n"));
+  const std::string kept = full_view(
+      "test", command_outcome("a", "", 0, {{"truncated", true}, {"output_bytes", 5488895}}));
+  EXPECT_THAT(kept, StartsWith("exit code 0 · 1.2 s · 5,488,895 bytes printed, of which the tool "
+                               "kept the head and tail\n"));
   EXPECT_THAT(view, HasSubstr("note: try make -k\n"));
   EXPECT_THAT(view, HasSubstr("out\nerr\n"));
   EXPECT_THAT(view, Not(HasSubstr("AAAA")));        // no base64 copy
