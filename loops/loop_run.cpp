@@ -1438,7 +1438,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const json exit_code = ran ? output.value("exit_code", json()) : json();
   const bool passed = ran && exit_code.is_number_integer() && exit_code.get<int>() == 0;
   std::string text;
-  if (ran) {
+  if (ran && output.contains("output") && output["output"].is_string()) {
+    // stdout and stderr in the order written, as a terminal shows them.
+    text = output["output"].get<std::string>();
+    if (output.value("timed_out", false)) text += "\n[the validation command timed out]";
+  } else if (ran) {
     text = field_text(output, "stdout");
     const std::string err = field_text(output, "stderr");
     if (!err.empty()) text += (text.empty() ? "" : "\n") + err;

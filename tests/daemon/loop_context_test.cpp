@@ -74,8 +74,9 @@ void make_repo(const std::string& repo) {
 constexpr const char* kValidate = "grep -q 42 answer.txt";
 
 std::string provider_toml(const std::string& base_url, std::int64_t window,
-                          const std::string& extra = "") {
-  return "[providers.api]\nkind = \"anthropic\"\nbase_url = \"" + base_url +
+                          const std::string& extra = "", const std::string& kind = "anthropic") {
+  return "[providers.api]\nkind = \"" + kind + "\"\nbase_url = \"" + base_url +
+         (kind == "openai" ? "/v1" : "") +
          "\"\nmodel = \"claude-test\"\napi_key_env = \"LOOPR_TEST_CONTEXT_KEY\"\n"
          "max_retries = 1\nretry_base_delay_ms = 1\nretry_max_delay_ms = 10\n"
          "context_window = " +
@@ -236,7 +237,12 @@ TEST_F(LoopContext, AConversationThatOutgrowsTheWindowHandsOffAndTheLoopComplete
   EXPECT_THAT(second, HasSubstr("Iteration 2 of at most"));
 }
 
-TEST_F(LoopContext, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) {
+// Both wire formats: Anthropic's "input length and `max_tokens` exceed
+// context limit" and OpenAI's context_length_exceeded.
+class LoopOverflow : public LoopContext, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(LoopOverflow, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) {
+  const std::string kind = GetParam();
   ModelApiOptions api;
   api.context_window = 30000;  // the provider's real window
   ModelApiServer server(
@@ -254,7 +260,7 @@ TEST_F(LoopContext, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) {
   DaemonOptions options;
   // looprd believes the window is 200,000: the provider's refusal is the
   // first it hears of the limit.
-  options.extra_toml = provider_toml(server.base_url(), 200000);
+  options.extra_toml = provider_toml(server.base_url(), 200000, "", kind);
   DaemonHarness daemon(options);
   make_repo(daemon.worktree());
   daemon.start();
@@ -262,12 +268,15 @@ TEST_F(LoopContext, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) {
   const json done = wait_final(daemon, loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   const auto requests = server.requests();
+  for (const auto& request : requests)
+    EXPECT_EQ(request.path, kind == "openai" ? "/v1/chat/completions" : "/v1/messages");
   std::size_t refused = 0;
   for (const auto& request : requests) {
     if (!request.refused) continue;
     ++refused;
-    EXPECT_THAT(request.error_message, ::testing::AnyOf(HasSubstr("prompt is too long"),
-                                                        HasSubstr("exceed context limit")));
+    EXPECT_THAT(request.error_message,
+                ::testing::AnyOf(HasSubstr("prompt is too long"), HasSubstr("exceed context limit"),
+                                 HasSubstr("maximum context length")));
   }
   EXPECT_EQ(refused, 1u);
   const auto handoffs = steps_of(daemon, loop["id"], "handoff");
@@ -276,6 +285,8 @@ TEST_F(LoopContext, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) {
   EXPECT_EQ(handoffs[0]["data"]["by"], "model");
   EXPECT_EQ(handoffs[0]["data"]["results_dropped"], true);
 }
+
+INSTANTIATE_TEST_SUITE_P(WireFormats, LoopOverflow, ::testing::Values("anthropic", "openai"));
 
 TEST_F(LoopContext, AFiveMegabyteOutputReachesTheModelWithinTheCapAndReadOutputPagesIt) {
   std::string marker_offset;
