@@ -25,7 +25,7 @@ build=${1:-build}
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
   plan_integration_test disk_full_test memory_daemon_test output_schema_test looprd looprctl
-  loopr-runner loopr-tool loopr-fetch loopr-attack-probe)
+  loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2

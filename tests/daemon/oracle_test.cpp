@@ -304,7 +304,9 @@ TEST(OracleNotConfigured, ACallNamesTheKeysToSetAndLoopsAreNotOfferedIt) {
   EXPECT_THAT(offered, ::testing::Contains("read_file"));
   EXPECT_THAT(offered, Not(::testing::Contains("oracle")));
   EXPECT_THAT(body["system"].dump(),
-              HasSubstr("Tools: read_file, write_file, edit_file, complete_task."));
+              HasSubstr("Tools: read_file, write_file, edit_file, complete_task, read_output."));
+  // Nor told about it: the oracle's paragraph is there only when it is offered.
+  EXPECT_THAT(body["system"].dump(), Not(HasSubstr("oracle")));
   EXPECT_THAT(daemon.log(), HasSubstr("loops are not offered the oracle"));
 }
 

@@ -697,7 +697,22 @@ TEST_P(ProviderHttpTest, PlainBadRequestIsStillProviderRequest) {
 }
 
 TEST_P(ProviderHttpTest, OutputCapFieldAndReasoningEffortComeFromTheSettings) {
-  if (anthropic()) GTEST_SKIP() << "Chat Completions fields";
+  if (anthropic()) {
+    // Chat Completions fields: the Messages API never gets them (the
+    // settings refuse them for an anthropic provider; the wire ignores them).
+    server_.push(success({"ok", {}, false}));
+    config::ProviderSettings set = settings();
+    set.max_tokens_field = "max_completion_tokens";
+    set.reasoning_effort = "medium";
+    auto provider = make(set);
+    ASSERT_TRUE(provider);
+    ASSERT_TRUE(run(*provider, request()));
+    const json body = json::parse(server_.requests().at(0).body);
+    EXPECT_EQ(body["max_tokens"], 256);
+    EXPECT_FALSE(body.contains("max_completion_tokens"));
+    EXPECT_FALSE(body.contains("reasoning_effort"));
+    return;
+  }
   server_.push(success({"ok", {}, false}));
   server_.push(success({"ok", {}, false}));
   config::ProviderSettings local = settings();  // base_url on 127.0.0.1
