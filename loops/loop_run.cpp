@@ -1202,7 +1202,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     const auto cap =
         static_cast<std::size_t>(services.settings.context.tool_result_cap(calls[i].name));
     CappedView view = capped_view(calls[i].name, calls[i].id, outcome, cap);
-    if (view.cut) full_views_[calls[i].id] = full_view(calls[i].name, outcome);
+    if (view.cut) full_views_[calls[i].id] = std::move(view.whole);
     result.content = std::move(view.text);
     if (!lint_notes[i].empty()) result.content += lint_notes[i];
     result.is_error = !outcome.value("ok", false);
@@ -1468,14 +1468,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
                                {"passed", passed},
                                {"exit_code", exit_code},
                                {"output", text}};
-  progress_.iterations.push_back({{"iteration", progress_.iteration},
-                                  {"started_at_ms", progress_.started_at_ms},
-                                  {"ended_at_ms", now_ms()},
-                                  {"model_turns", progress_.turns_this_iteration},
-                                  {"tool_calls", progress_.calls_this_iteration},
-                                  {"commit", last_commit_},
-                                  {"changed", iteration_changed_},
-                                  {"validation", summary}});
+  progress_.iterations.push_back(iteration_summary());
+  progress_.iterations.back()["validation"] = summary;
   std::string note_line =
       "Iteration " + std::to_string(progress_.iteration) + ": " +
       (iteration_changed_ ? "changed files" : "changed nothing") + "; validation " +
@@ -1541,19 +1535,23 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   co_return Phase::decide;
 }
 
+json LoopRun::iteration_summary() const {
+  return {{"iteration", progress_.iteration},
+          {"started_at_ms", progress_.started_at_ms},
+          {"ended_at_ms", now_ms()},
+          {"model_turns", progress_.turns_this_iteration},
+          {"tool_calls", progress_.calls_this_iteration},
+          {"commit", last_commit_},
+          {"changed", iteration_changed_}};
+}
+
 LoopRun::Phase LoopRun::handed_off() {
   // The model did not say the work is done: nothing to validate. The next
   // iteration starts from the handoff note and the committed worktree.
   const json& handoff = progress_.handoff;
-  progress_.iterations.push_back({{"iteration", progress_.iteration},
-                                  {"started_at_ms", progress_.started_at_ms},
-                                  {"ended_at_ms", now_ms()},
-                                  {"model_turns", progress_.turns_this_iteration},
-                                  {"tool_calls", progress_.calls_this_iteration},
-                                  {"commit", last_commit_},
-                                  {"changed", iteration_changed_},
-                                  {"handoff", handoff},
-                                  {"validation", nullptr}});
+  progress_.iterations.push_back(iteration_summary());
+  progress_.iterations.back()["handoff"] = handoff;
+  progress_.iterations.back()["validation"] = nullptr;
   progress_.notes.push_back("Iteration " + std::to_string(progress_.iteration) + ": " +
                             (iteration_changed_ ? "changed files" : "changed nothing") +
                             "; handed off (" + handoff.value("why", std::string()) +

@@ -131,6 +131,9 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   Phase decide();
   // validate() of an iteration that handed off: no validation, on to the next.
   Phase handed_off();
+  // The current iteration's entry of progress_.iterations, without its
+  // validation (or handoff), which the caller adds.
+  nlohmann::json iteration_summary() const;
   // Waits while paused; false when the run must end (cancel or stop).
   asio::awaitable<bool> pause_point();
 

@@ -226,7 +226,7 @@ std::size_t whole_lines_within(std::string_view text, std::size_t budget) {
 // read_file: the header, then whole numbered lines from the top; the next
 // offset is the number of the first line not shown.
 CappedView capped_read_file(const json& output, std::string whole, std::size_t cap) {
-  CappedView view{std::move(whole), false, 0};
+  CappedView view{std::move(whole), false, 0, {}};
   view.whole_bytes = view.text.size();
   if (cap == 0 || view.text.size() <= cap) return view;
   const std::string content = text_of(output, "content");
@@ -252,6 +252,7 @@ CappedView capped_read_file(const json& output, std::string whole, std::size_t c
   text += next > 0 ? "; read on with read_file offset " + std::to_string(next) +
                          " (a smaller limit shows fewer lines at once)]\n"
                    : "]\n";
+  view.whole = std::move(view.text);
   view.text = std::move(text);
   view.cut = true;
   return view;
@@ -259,7 +260,7 @@ CappedView capped_read_file(const json& output, std::string whole, std::size_t c
 
 // Listings: whole lines from the top.
 CappedView capped_listing(std::string whole, const std::string& call_id, std::size_t cap) {
-  CappedView view{std::move(whole), false, 0};
+  CappedView view{std::move(whole), false, 0, {}};
   view.whole_bytes = view.text.size();
   if (cap == 0 || view.text.size() <= cap) return view;
   const std::size_t budget = cap > 300 ? cap - 300 : cap / 2;
@@ -273,6 +274,7 @@ CappedView capped_listing(std::string whole, const std::string& call_id, std::si
           " bytes per result): narrow the path or pattern, or read on with read_output "
           "{\"call_id\": \"" +
           call_id + "\", \"offset\": " + std::to_string(kept) + "}]\n";
+  view.whole = std::move(view.text);
   view.text = std::move(text);
   view.cut = true;
   return view;
@@ -280,7 +282,7 @@ CappedView capped_listing(std::string whole, const std::string& call_id, std::si
 
 // Everything else: head and tail around a marker.
 CappedView capped_head_and_tail(std::string whole, const std::string& call_id, std::size_t cap) {
-  CappedView view{std::move(whole), false, 0};
+  CappedView view{std::move(whole), false, 0, {}};
   view.whole_bytes = view.text.size();
   if (cap == 0 || view.text.size() <= cap) return view;
   const std::string_view text = view.text;
@@ -308,6 +310,7 @@ CappedView capped_head_and_tail(std::string whole, const std::string& call_id, s
          " bytes per result; read them with read_output {\"call_id\": \"" + call_id +
          "\", \"offset\": " + std::to_string(head) + "} ...]\n";
   out += text.substr(tail_from);
+  view.whole = std::move(view.text);
   view.text = std::move(out);
   view.cut = true;
   return view;

@@ -34,6 +34,7 @@ struct CappedView {
   std::string text;         // at most the cap (plus a marker line of < 400 bytes)
   bool cut = false;         // something was left out
   std::size_t whole_bytes;  // size of full_view()
+  std::string whole;        // full_view() itself when cut (for read_output); else empty
 };
 
 // full_view() held to `cap` bytes; `call_id` names the call in the marker
