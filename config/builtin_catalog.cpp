@@ -526,7 +526,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
      "additionalProperties": false})", kNoOutputSchema},
 
 {"create_spec", lanes::daemon, 5 * kSecond, 100000, SafetyTier::side_effecting,
- "Record the spec as structured output: name, title, overview and 3 to 7 phases, each with "
+ "Record the spec as structured output: name, title, overview and 1 to 7 phases (as few as the change needs), each with "
  "a unique name, title, description and optionally how to validate it. Names are 1 to 40 "
  "characters of a-z, 0-9 and -, starting with a letter or digit, without --; text fields "
  "must not be blank.",
@@ -536,8 +536,8 @@ constexpr BuiltinTool kBuiltinTools[] = {
                 "description": "The spec's name: 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, without --."},
        "title": {"type": "string", "minLength": 1, "description": "Spec title."},
        "overview": {"type": "string", "minLength": 1, "description": "What the spec delivers."},
-       "phases": {"type": "array", "minItems": 3, "maxItems": 7,
-                  "description": "The phases, 3 to 7, in order.",
+       "phases": {"type": "array", "minItems": 1, "maxItems": 7,
+                  "description": "The phases, 1 to 7, in order: one for a small change.",
                   "items": {"type": "object",
                             "properties": {
                               "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9](-?[a-z0-9])*-?$", "maxLength": 40,

@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxSpecs = 10;
-constexpr std::size_t kMinPhases = 3;
+constexpr std::size_t kMinPhases = 1;
 constexpr std::size_t kMaxPhases = 7;
 constexpr std::size_t kMaxNameLength = 40;
 
@@ -214,8 +214,8 @@ Result<json> check_spec(const json& args) {
   if (!phases_in) return std::move(phases_in).error();
   const json& phases = **phases_in;
   if (phases.size() < kMinPhases || phases.size() > kMaxPhases) {
-    return invalid("a spec has 3 to 7 phases: got " + std::to_string(phases.size()),
-                   phases.size() < kMinPhases ? "split the work into at least 3 phases"
+    return invalid("a spec has 1 to 7 phases: got " + std::to_string(phases.size()),
+                   phases.size() < kMinPhases ? "give the spec at least one phase"
                                               : "merge related phases so that there are at most 7");
   }
   json out_phases = json::array();

@@ -4,7 +4,7 @@
 // checked by the caller first; check_artifact() adds the rules a schema
 // cannot say, and each violation names its rule so the model can correct
 // it: 1-10 specs with unique names usable in a branch name, every
-// dependency another spec of the plan, no cycle; 3-7 phases with unique
+// dependency another spec of the plan, no cycle; 1-7 phases with unique
 // names; 1 or more tasks with an action of create|modify|delete, a relative
 // file path, and a validation command that is not blank; the whole artifact
 // at most kMaxArtifactBytes of JSON.

@@ -342,6 +342,7 @@ std::vector<std::string> GitCommand::environment(const GitRunOptions& options) c
   env.emplace_back("GIT_NO_LAZY_FETCH=1");
   env.emplace_back("GIT_LITERAL_PATHSPECS=1");
   if (options.read_only) env.emplace_back("GIT_OPTIONAL_LOCKS=0");
+  if (!options.index_file.empty()) env.push_back("GIT_INDEX_FILE=" + options.index_file);
   if (!filter_drivers_.empty() || !merge_drivers_.empty()) {
     std::size_t n = 0;
     auto add = [&](const std::string& key, const char* value) {

@@ -85,6 +85,9 @@ struct GitRunOptions {
   // passed as `-c key=value` after the hardening ones. Keys must not contain
   // '='. Never put hardening here: it belongs in git_hardening_config().
   std::vector<std::pair<std::string, std::string>> config;
+  // GIT_INDEX_FILE for this call (absolute; empty: the target's own index):
+  // a temporary index, so the call leaves the real one as it was.
+  std::string index_file;
 };
 
 struct GitResult {

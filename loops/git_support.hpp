@@ -68,6 +68,42 @@ struct Repo {
   std::string common_dir;  // <top>/.git
 };
 
+// For a linked worktree's `.git` file ("gitdir: <common>/worktrees/<name>"):
+// the main checkout's folder and the branch the linked worktree is on ("" if
+// detached); nullopt when the file does not read as one. Read only to word
+// a refusal: nothing here is trusted further.
+inline std::optional<std::pair<std::string, std::string>> main_checkout_of_linked(
+    const std::string& dot_git_file) {
+  std::ifstream in(dot_git_file);
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("gitdir: ", 0) != 0) return std::nullopt;
+  std::string admin = line.substr(8);
+  while (!admin.empty() && (admin.back() == '\r' || admin.back() == ' '))
+    admin.pop_back();
+  const std::size_t at = admin.rfind("/worktrees/");
+  if (admin.empty() || admin[0] != '/' || at == std::string::npos) return std::nullopt;
+  const std::string common = admin.substr(0, at);
+  const std::size_t slash = common.rfind('/');
+  if (slash == std::string::npos || common.substr(slash) != "/.git") return std::nullopt;
+  std::string branch;
+  std::ifstream head(admin + "/HEAD");
+  if (std::string ref; std::getline(head, ref) && ref.rfind("ref: refs/heads/", 0) == 0) {
+    branch = ref.substr(16);
+  }
+  return std::make_pair(slash == 0 ? std::string("/") : common.substr(0, slash), branch);
+}
+
+// The branch `repo`'s HEAD is on ("" when detached or unreadable). Read from
+// the file rather than by running git: nothing here may run a program.
+inline std::string current_branch(const std::string& repo) {
+  std::ifstream in(repo + "/.git/HEAD");
+  std::string line;
+  if (!std::getline(in, line)) return {};
+  const std::string prefix = "ref: refs/heads/";
+  if (line.rfind(prefix, 0) != 0) return {};
+  return line.substr(prefix.size());
+}
+
 // A normal (non-bare) repository whose `.git` is a folder.
 inline Result<Repo> open_repo(const std::string& repo) {
   if (repo.empty()) {
@@ -81,6 +117,18 @@ inline Result<Repo> open_repo(const std::string& repo) {
   }
   Repo found{*top, *top + "/.git"};
   struct stat info {};
+  if (::lstat(found.common_dir.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+    if (auto main = main_checkout_of_linked(found.common_dir)) {
+      return make_error(
+          errc::invalid_arguments,
+          repo + " is a linked worktree of " + main->first + " (on " +
+              (main->second.empty() ? std::string("a detached HEAD") : "branch " + main->second) +
+              "); loops work from a repository's main checkout",
+          "pass --repo " + main->first +
+              (main->second.empty() ? std::string() : " --base " + main->second) +
+              " (the loop starts from that branch; commit what it needs first)");
+    }
+  }
   if (::lstat(found.common_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     return make_error(errc::not_found, repo + " is not a git repository (it has no .git folder)",
                       "pass the top folder of a normal (non-bare) git repository; a linked "

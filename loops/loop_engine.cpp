@@ -12,9 +12,11 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "loops/git_support.hpp"
 #include "loops/loop_run.hpp"
 #include "loops/method_errors.hpp"
 #include "loops/offload.hpp"
+#include "loops/worktree_changes.hpp"
 #include "loops/worktrees.hpp"
 #include "proto/control_messages.hpp"
 
@@ -207,6 +209,20 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
                    "pass one (looprctl loop run --validate \"make test\"), or set [loops." + type +
                        "] validation_command or [commands] validate in loopr.toml");
   }
+  auto include_uncommitted = bool_param(params, "include_uncommitted", false);
+  if (!include_uncommitted) return std::move(include_uncommitted).error();
+  if (*include_uncommitted && !base->empty()) {
+    return invalid("include_uncommitted starts from the checkout as it is, so it takes no `base`",
+                   "drop --base, or commit the changes and pass --base");
+  }
+  std::int64_t validate_timeout_s = 0;
+  if (auto it = params.find("validate_timeout_s"); it != params.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
+        it->get<std::int64_t>() > 86400) {
+      return invalid("validate_timeout_s must be a whole number of seconds from 1 to 86400");
+    }
+    validate_timeout_s = it->get<std::int64_t>();
+  }
   auto limits = merge_limits(settings.budgets.loop, params.value("budget", json()));
   if (!limits) return std::move(limits).error();
   auto plan_limits = merge_limits(settings.budgets.plan, params.value("plan_budget", json()));
@@ -235,6 +251,8 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
   spec.prompt_template = loop_settings.prompt_template;
   spec.tools = loop_settings.tools;
   spec.max_iterations = max_iterations;
+  spec.include_uncommitted = *include_uncommitted;
+  spec.validate_timeout_s = validate_timeout_s;
   spec.budget = *limits;
   if (type == "plan") spec.plan_budget = *plan_limits;
   return spec;
@@ -261,7 +279,44 @@ asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
   if (!task) co_return std::move(task).error();
   auto spec = spec_from_params(params, *type, *task);
   if (!spec) co_return std::move(spec).error();
+  if (auto read = co_await read_checkout(*spec); !read) co_return std::move(read).error();
   co_return co_await start_now_or_queue(std::move(*spec));
+}
+
+asio::awaitable<Result<void>> LoopEngine::read_checkout(LoopSpec& spec) {
+  const std::string repo = spec.repo;
+  const bool snapshot = spec.include_uncommitted;
+  const bool from_head = spec.base.empty();
+  struct Checkout {
+    std::string branch;
+    std::vector<std::string> uncommitted;
+    std::string snapshot;
+  };
+  auto git_work = [=]() -> Result<Checkout> {
+    Checkout checkout;
+    checkout.branch = detail::current_branch(repo);
+    if (!from_head) return checkout;
+    auto paths = uncommitted_paths(repo);
+    if (!paths) return std::move(paths).error();
+    checkout.uncommitted = std::move(*paths);
+    if (snapshot && !checkout.uncommitted.empty()) {
+      auto made =
+          snapshot_uncommitted(repo, "loopr: uncommitted changes of " + repo + " (" +
+                                         std::to_string(checkout.uncommitted.size()) + " paths)");
+      if (!made) return std::move(made).error();
+      checkout.snapshot = std::move(*made);
+    }
+    return checkout;
+  };
+  auto checkout = co_await offload(git_pool_, git_work);
+  if (!checkout) co_return std::move(checkout).error();
+  spec.user_branch = checkout->branch;
+  if (!checkout->snapshot.empty()) spec.base = checkout->snapshot;
+  spec.uncommitted_paths = std::move(checkout->uncommitted);
+  if (spec.uncommitted_paths.size() > kMaxUncommittedPaths) {
+    spec.uncommitted_paths.resize(kMaxUncommittedPaths);
+  }
+  co_return Result<void>{};
 }
 
 Result<json> LoopEngine::list(const json& params) const {
@@ -347,11 +402,15 @@ asio::awaitable<Result<json>> LoopEngine::diff(const json& params) {
   auto git_work = [=]() -> Result<json> {
     auto stat = branch_diff(spec.repo, spec.base_commit, spec.branch, true);
     if (!stat) return std::move(stat).error();
-    json result = {{"loop_id", spec.id},
-                   {"from", spec.base_commit},
-                   {"from_branch", spec.parent_branch.empty() ? spec.base : spec.parent_branch},
-                   {"to", spec.branch},
-                   {"stat", *stat}};
+    json result = {
+        {"loop_id", spec.id},
+        {"from", spec.base_commit},
+        {"from_branch", !spec.parent_branch.empty()                     ? spec.parent_branch
+                        : spec.base.empty() || spec.include_uncommitted ? spec.user_branch
+                                                                        : spec.base},
+        {"include_uncommitted", spec.include_uncommitted},
+        {"to", spec.branch},
+        {"stat", *stat}};
     if (!stat_only) {
       auto full = branch_diff(spec.repo, spec.base_commit, spec.branch, false);
       if (!full) return std::move(full).error();

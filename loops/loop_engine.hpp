@@ -126,6 +126,10 @@ class LoopEngine {
   // without id, branch or worktree.
   Result<LoopSpec> spec_from_params(const nlohmann::json& params, const std::string& type,
                                     const std::string& task);
+  // The user's checkout as the loop starts from it: its branch, and its
+  // uncommitted paths — in a snapshot commit the loop starts from when the
+  // spec asks include_uncommitted, else listed as left out.
+  asio::awaitable<Result<void>> read_checkout(LoopSpec& spec);
   // Gives a new loop its id (from its parent and type: p3, p3-s1, c4, ...),
   // branch and worktree path.
   // `offset`: children of the same parent named before this one and not

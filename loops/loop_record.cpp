@@ -15,6 +15,15 @@ std::int64_t integer(const json& object, const char* key, std::int64_t fallback 
   return it != object.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
 }
 
+std::vector<std::string> strings(const json& object, const char* key) {
+  std::vector<std::string> out;
+  if (auto it = object.find(key); it != object.end() && it->is_array()) {
+    for (const json& entry : *it)
+      if (entry.is_string()) out.push_back(entry.get<std::string>());
+  }
+  return out;
+}
+
 constexpr std::pair<NextStep, const char*> kNextSteps[] = {
     {NextStep::none, "none"},         {NextStep::new_iteration, "new_iteration"},
     {NextStep::complete, "complete"}, {NextStep::max_iterations, "max_iterations"},
@@ -47,7 +56,10 @@ json LoopSpec::to_json() const {
           {"role", role},
           {"merge_child", merge_child},
           {"plan_budget", limits_to_json(plan_budget)},
-          {"user_branch", user_branch}};
+          {"user_branch", user_branch},
+          {"validate_timeout_s", validate_timeout_s},
+          {"include_uncommitted", include_uncommitted},
+          {"uncommitted_paths", uncommitted_paths}};
 }
 
 Result<LoopSpec> LoopSpec::from_json(const json& value) {
@@ -88,6 +100,9 @@ Result<LoopSpec> LoopSpec::from_json(const json& value) {
   if (!plan_limits) return std::move(plan_limits).error();
   spec.plan_budget = *plan_limits;
   spec.user_branch = text(value, "user_branch");
+  spec.validate_timeout_s = integer(value, "validate_timeout_s");
+  spec.include_uncommitted = value.value("include_uncommitted", false);
+  spec.uncommitted_paths = strings(value, "uncommitted_paths");
   if (spec.id.empty() || spec.worktree.empty()) {
     return make_error(errc::internal, "a stored loop spec has no id or worktree");
   }
@@ -131,7 +146,9 @@ json LoopProgress::to_json() const {
           {"status_before_tree_ended", status_before_tree_ended},
           {"queue_reason", queue_reason},
           {"finished_at_ms", finished_at_ms},
-          {"worktree_removed", worktree_removed}};
+          {"worktree_removed", worktree_removed},
+          {"kept_out", kept_out},
+          {"written_kept_out", written_kept_out}};
 }
 
 LoopProgress LoopProgress::from_json(const json& value) {
@@ -179,6 +196,8 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.queue_reason = text(value, "queue_reason");
   p.finished_at_ms = integer(value, "finished_at_ms");
   p.worktree_removed = value.value("worktree_removed", false);
+  p.kept_out = strings(value, "kept_out");
+  p.written_kept_out = strings(value, "written_kept_out");
   return p;
 }
 

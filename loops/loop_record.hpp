@@ -41,8 +41,16 @@ struct LoopSpec {
   std::string role;                     // "" or "resolver" (merges merge_child)
   std::string merge_child;              // resolver: the child whose merge conflicted
   config::BudgetLimits plan_budget;     // a plan: its whole tree's budget
-  std::string user_branch;              // a plan: the repo's branch when it was made
-  std::int64_t seq = 0;                 // creation order: kept in the row, not in this JSON
+  std::string user_branch;              // the repo's branch when it was made
+  // The validation command's time limit in seconds (0: the heavy lane's).
+  std::int64_t validate_timeout_s = 0;
+  // Started from a snapshot of the checkout's uncommitted and untracked
+  // changes (base_commit is that snapshot, a child of the checkout's HEAD).
+  bool include_uncommitted = false;
+  // The checkout's uncommitted paths when it was made: in the snapshot with
+  // include_uncommitted, else left out (at most kMaxUncommittedPaths).
+  std::vector<std::string> uncommitted_paths;
+  std::int64_t seq = 0;  // creation order: kept in the row, not in this JSON
 
   // The plan at the root of its tree: itself for a plan, "" outside a plan.
   std::string root_plan() const { return type == "plan" ? id : plan_id; }
@@ -100,6 +108,14 @@ struct LoopProgress {
   std::string queue_reason;
   std::int64_t finished_at_ms = 0;  // its tree finished (for [worktrees] keep_finished_s)
   bool worktree_removed = false;
+  // Untracked paths (files, or folders git lists as a whole) that the
+  // daemon's own commands made in the worktree — the setup, a validation —
+  // and that no commit of the loop takes (worktree_changes.hpp). A path the
+  // model writes with a file tool is committed all the same.
+  std::vector<std::string> kept_out;
+  // Paths within kept_out that the model wrote or deleted with a file tool
+  // in the current iteration: its commit takes them all the same.
+  std::vector<std::string> written_kept_out;
 
   nlohmann::json to_json() const;
   static LoopProgress from_json(const nlohmann::json& value);

@@ -21,6 +21,7 @@
 #include "loops/orientation.hpp"
 #include "loops/prompts.hpp"
 #include "loops/tool_result_view.hpp"
+#include "loops/worktree_changes.hpp"
 #include "proto/json_bounded.hpp"
 
 namespace loopr::loops {
@@ -39,11 +40,15 @@ std::int64_t now_ms() {
 constexpr std::size_t kValidationHead = 4000;
 constexpr std::size_t kValidationTail = 4000;
 
-std::string head_and_tail(const std::string& text) {
+// `whole_bytes`: how many bytes the command printed, when the tool already
+// kept only head and tail of it (its `output_bytes`); the marker counts what
+// the model does not see of the whole output, not of the tool's copy.
+std::string head_and_tail(const std::string& text, std::uint64_t whole_bytes = 0) {
   if (text.size() <= kValidationHead + kValidationTail) return text;
+  const std::uint64_t whole = std::max<std::uint64_t>(whole_bytes, text.size());
   return text.substr(0, kValidationHead) + "\n[... " +
-         std::to_string(text.size() - kValidationHead - kValidationTail) + " bytes cut ...]\n" +
-         text.substr(text.size() - kValidationTail);
+         std::to_string(whole - kValidationHead - kValidationTail) + " bytes cut (" +
+         std::to_string(whole) + " in all) ...]\n" + text.substr(text.size() - kValidationTail);
 }
 
 std::string field_text(const json& object, const char* key) {
@@ -1167,6 +1172,28 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     }
   }
 
+  // A file the model writes or deletes where a daemon command's by-product
+  // was is the model's work: its commit takes it (kept_out, commit()).
+  if (!progress_.kept_out.empty()) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].name != "edit_file" && calls[i].name != "write_file" &&
+          calls[i].name != "file_delete") {
+        continue;
+      }
+      if (!outcomes[i].value("ok", false)) continue;
+      std::string path = field_text(outcomes[i].value("output", json::object()), "path");
+      if (path.rfind(spec_.worktree + "/", 0) == 0) path.erase(0, spec_.worktree.size() + 1);
+      if (path.empty() || path[0] == '/') continue;
+      const bool within =
+          std::any_of(progress_.kept_out.begin(), progress_.kept_out.end(),
+                      [&](const std::string& entry) { return path_within(path, entry); });
+      if (within && std::find(progress_.written_kept_out.begin(), progress_.written_kept_out.end(),
+                              path) == progress_.written_kept_out.end()) {
+        progress_.written_kept_out.push_back(path);
+      }
+    }
+  }
+
   // Lint after edit ([commands] lint): what it reports of each edited file
   // that the file's last lint did not, added to the edit's result.
   std::vector<std::string> lint_notes(calls.size());
@@ -1395,7 +1422,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::commit() {
       "loopr: loop " + spec_.id + " iteration " + std::to_string(progress_.iteration) +
       (progress_.complete_summary.empty() ? std::string()
                                           : "\n\n" + progress_.complete_summary.substr(0, 4000));
-  auto git_work = [=] { return commit_all(info, message); };
+  const CommitScope scope{progress_.kept_out, progress_.written_kept_out};
+  auto git_work = [=] { return commit_all(info, message, scope); };
   auto committed = co_await offload(engine_.git_pool(), git_work);
   if (stopping_) co_return Phase::done;
   if (!committed) {
@@ -1404,9 +1432,18 @@ asio::awaitable<LoopRun::Phase> LoopRun::commit() {
   }
   iteration_changed_ = committed->changed;
   last_commit_ = committed->commit;
-  if (!persist("committed", {{"commit", committed->commit}, {"changed", committed->changed}})) {
-    co_return Phase::done;
+  progress_.written_kept_out.clear();
+  json step = {{"commit", committed->commit}, {"changed", committed->changed}};
+  if (!progress_.kept_out.empty()) {
+    // What the daemon's own commands made, left out of this commit.
+    constexpr std::size_t kListed = 20;
+    json listed = json::array();
+    for (std::size_t i = 0; i < progress_.kept_out.size() && i < kListed; ++i)
+      listed.push_back(progress_.kept_out[i]);
+    step["left_out"] = std::move(listed);
+    step["left_out_count"] = progress_.kept_out.size();
   }
+  if (!persist("committed", step)) co_return Phase::done;
   co_return Phase::validate;
 }
 
@@ -1426,8 +1463,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const auto started = Clock::now();
   json outcome = artifact_validation();
   const bool artifact_ok = outcome["output"].value("exit_code", 1) == 0;
+  json by_products;
   if (!document_loop || (artifact_ok && !spec_.validate.empty())) {
     outcome = co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate);
+    if (stopping_) co_return Phase::done;
+    by_products = co_await settle_by_products();
   }
   if (stopping_) co_return Phase::done;
   if (cancel_requested_) co_return finish(LoopStatus::cancelled, "cancelled by the user");
@@ -1451,7 +1491,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
     const json error = outcome.value("error", json::object());
     text = "the validation could not run: " + field_text(error, "message");
   }
-  text = head_and_tail(text);
+  const json whole_bytes = ran ? output.value("output_bytes", json()) : json();
+  text =
+      head_and_tail(text, whole_bytes.is_number_unsigned() ? whole_bytes.get<std::uint64_t>() : 0);
 
   // Everything that follows from this validation is decided now and stored
   // with it, so a restart does the same.
@@ -1461,6 +1503,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
       previous_failed ? field_text(progress_.last_validation, "output") : std::string();
   json validation = {
       {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
+  if (!by_products.is_null()) validation["by_products"] = by_products;
   // The iteration's summary keeps no output: the progress row is rewritten
   // with every journal step, and the output is in the `validation` step.
   const json summary = {{"passed", passed}, {"exit_code", exit_code}, {"duration_ms", duration}};
@@ -1533,6 +1576,41 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
                                       {"phase", "validated"},
                                       {"validation", validation}});
   co_return Phase::decide;
+}
+
+asio::awaitable<json> LoopRun::settle_by_products() {
+  const WorktreeInfo info = worktree_;
+  std::vector<std::string> kept_out = progress_.kept_out;
+  auto git_work =
+      [info, kept_out]() mutable -> Result<std::pair<DaemonChanges, std::vector<std::string>>> {
+    auto settled = settle_daemon_changes(info, kept_out);
+    if (!settled) return std::move(settled).error();
+    return std::make_pair(std::move(*settled), std::move(kept_out));
+  };
+  auto settled = co_await offload(engine_.git_pool(), git_work);
+  if (!settled) {
+    spdlog::warn("loop {}: cannot sort out what a daemon command changed in {}: {}", spec_.id,
+                 spec_.worktree, settled.error().message);
+    co_return json{{"error", settled.error().message}};
+  }
+  const DaemonChanges& changes = settled->first;
+  progress_.kept_out = std::move(settled->second);
+  if (changes.restored.empty() && changes.kept_out.empty() && changes.not_listed == 0) {
+    co_return json();
+  }
+  constexpr std::size_t kListed = 50;
+  auto listed = [](const std::vector<std::string>& paths) {
+    json out = json::array();
+    for (std::size_t i = 0; i < paths.size() && i < kListed; ++i)
+      out.push_back(paths[i]);
+    return out;
+  };
+  json summary = {{"restored", listed(changes.restored)},
+                  {"restored_count", changes.restored.size()},
+                  {"kept_out", listed(changes.kept_out)},
+                  {"kept_out_count", changes.kept_out.size()}};
+  if (changes.not_listed > 0) summary["not_kept_out"] = changes.not_listed;
+  co_return summary;
 }
 
 json LoopRun::iteration_summary() const {

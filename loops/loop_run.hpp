@@ -128,6 +128,12 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   asio::awaitable<bool> run_calls(const std::vector<llm::ToolCall>& calls, bool resumed);
   asio::awaitable<Phase> commit();
   asio::awaitable<Phase> validate();
+  // After a daemon command in the worktree (the setup, a validation): what
+  // it changed is put back or kept out of the loop's commits
+  // (worktree_changes.hpp). Returns {restored, kept_out} for its journal
+  // step, or null when it changed nothing; a failure is logged and returned
+  // as {error}, never fatal.
+  asio::awaitable<nlohmann::json> settle_by_products();
   Phase decide();
   // validate() of an iteration that handed off: no validation, on to the next.
   Phase handed_off();

@@ -60,8 +60,8 @@ std::string spec_task(const json& plan, const json& entry) {
   std::string task = "Write the spec '" + text_of(entry, "name") + "': " + text_of(entry, "title") +
                      "\n\n" + text_of(entry, "description") + "\n\nIt is part of the plan '" +
                      text_of(plan, "title") + "': " + text_of(plan, "overview") +
-                     "\n\nRead the code it touches, then call create_spec with 3 to 7 phases, in "
-                     "the order they must be done; each phase small enough for one focused code "
+                     "\n\nRead the code it touches, then call create_spec with 1 to 7 phases (one "
+                     "for a small change, each phase costs a build and a review), in the order they must be done; each phase small enough for one focused code "
                      "change that can be validated.";
   return task;
 }

@@ -21,17 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-// The branch `repo`'s HEAD is on ("" when detached or unreadable). Read from
-// the file rather than by running git: nothing here may run a program.
-std::string current_branch(const std::string& repo) {
-  std::ifstream in(repo + "/.git/HEAD");
-  std::string line;
-  if (!std::getline(in, line)) return {};
-  const std::string prefix = "ref: refs/heads/";
-  if (line.rfind(prefix, 0) != 0) return {};
-  return line.substr(prefix.size());
-}
-
 }  // namespace
 
 Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const json& params) const {
@@ -62,7 +51,7 @@ asio::awaitable<Result<json>> LoopEngine::create_plan(const json& params) {
   const std::string description = text_param(params, "description");
   auto spec = spec_from_params(params, "plan", description);
   if (!spec) co_return std::move(spec).error();
-  spec->user_branch = current_branch(spec->repo);
+  if (auto read = co_await read_checkout(*spec); !read) co_return std::move(read).error();
   co_return co_await start_now_or_queue(std::move(*spec));
 }
 

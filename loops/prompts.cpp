@@ -48,8 +48,8 @@ const std::map<std::string, std::string>& builtins() {
                            "names of the specs it depends on. You change no file: read, "
                            "search, then record the plan.\n\n") +
                    kCommon + "\n\nRecord the plan with create_plan."},
-      {"spec", std::string("You are loopr's spec agent. Turn the spec in the task into 3 to 7 "
-                           "ordered phases, each with a name, title and description.\n\n") +
+      {"spec", std::string("You are loopr's spec agent. Turn the spec in the task into 1 to 7 "
+                           "ordered phases (as few as the change needs: one for a small change), each with a name, title and description.\n\n") +
                    kCommon + "\n\nRecord the spec with create_spec."},
       {"phase", std::string("You are loopr's phase agent. Turn the phase in the task into "
                             "concrete tasks (create, modify or delete a file) and a shell "

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "common/unique_fd.hpp"
 #include "loops/git_command.hpp"
 #include "loops/git_support.hpp"
+#include "loops/worktree_changes.hpp"
 
 namespace loopr::loops {
 namespace {
@@ -44,6 +46,46 @@ const std::vector<std::string> kDiffOptions = {
 // A folder deeper than this below the worktree is moved up before it is
 // emptied, so removing a hostile, very deep tree costs bounded fds and stack.
 constexpr int kMaxRemoveDepth = 64;
+
+// Unstages the scope's kept_out paths (`git reset` puts their index entries
+// back as HEAD has them: gone for new files), then stages again the paths the
+// model wrote within them. Paths reach git literally (GIT_LITERAL_PATHSPECS).
+Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const CommitScope& scope) {
+  constexpr std::size_t kPathsPerCall = 256;
+  auto in_batches = [&](std::vector<std::string> head,
+                        const std::vector<std::string>& paths) -> Result<void> {
+    for (std::size_t at = 0; at < paths.size(); at += kPathsPerCall) {
+      std::vector<std::string> args = head;
+      for (std::size_t i = at; i < paths.size() && i < at + kPathsPerCall; ++i) {
+        std::string path = paths[i];
+        if (path.size() > 1 && path.back() == '/') path.pop_back();
+        args.push_back(std::move(path));
+      }
+      if (Result<std::string> done = git.output(args); !done) return std::move(done).error();
+    }
+    return {};
+  };
+  if (scope.kept_out.empty()) return {};
+  if (Result<void> reset = in_batches({"reset", "--quiet", "HEAD", "--"}, scope.kept_out); !reset) {
+    return reset;
+  }
+  std::vector<std::string> again;
+  for (const std::string& path : scope.written) {
+    const bool within =
+        std::any_of(scope.kept_out.begin(), scope.kept_out.end(),
+                    [&](const std::string& entry) { return path_within(path, entry); });
+    if (!within) continue;
+    // A path the model deleted is staged as deleted only if the index has it.
+    struct stat st {};
+    const bool exists = ::lstat((info.path + "/" + path).c_str(), &st) == 0;
+    GitRunOptions quiet;
+    quiet.read_only = true;
+    Result<GitResult> known = git.run({"ls-files", "--error-unmatch", "--", path}, quiet);
+    if (!known) return std::move(known).error();
+    if (exists || known->succeeded()) again.push_back(path);
+  }
+  return in_batches({"add", "--all", "--"}, again);
+}
 
 Result<std::vector<std::string>> list_names(int dir) {
   const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
@@ -292,7 +334,8 @@ Result<WorktreeInfo> open_worktree(const std::string& repo, const std::string& p
   return info;
 }
 
-Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message) {
+Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message,
+                                 const CommitScope& scope) {
   if (message.find('\0') != std::string::npos || trim(message).empty()) {
     return make_error(errc::invalid_arguments, "the commit message is empty or holds a NUL byte",
                       "pass a short description of the iteration");
@@ -302,6 +345,7 @@ Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& me
   if (Result<std::string> added = git->output({"add", "--all"}); !added) {
     return std::move(added).error();
   }
+  if (Result<void> left = leave_out(*git, info, scope); !left) return std::move(left).error();
   Result<GitResult> staged =
       git->run({"diff-index", "--cached", "--quiet", "--ignore-submodules=none", "HEAD", "--"});
   if (!staged) return std::move(staged).error();

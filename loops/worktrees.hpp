@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -52,12 +53,22 @@ Result<WorktreeInfo> add_worktree(const std::string& repo, const std::string& pa
 Result<WorktreeInfo> open_worktree(const std::string& repo, const std::string& path,
                                    const std::string& branch);
 
-// `git add -A`, then a commit by "loopr <loopr@localhost>" if anything is
-// staged, or if a merge is in progress (MERGE_HEAD: the commit is the
-// merge's, with two parents, even when its tree equals HEAD's). `message` must not be blank.
-// Special files (FIFOs, sockets) are ignored by git; a nested repository is recorded as a gitlink
-// by git.
-Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message);
+// What a commit leaves out (worktree_changes.hpp): `kept_out` paths (files,
+// or folders ending in '/') are not committed, except those of `written`
+// (paths the model wrote or deleted with a file tool) that lie within them.
+struct CommitScope {
+  std::vector<std::string> kept_out;
+  std::vector<std::string> written;
+};
+
+// `git add -A` (less the scope's kept_out paths), then a commit by
+// "loopr <loopr@localhost>" if anything is staged, or if a merge is in
+// progress (MERGE_HEAD: the commit is the merge's, with two parents, even
+// when its tree equals HEAD's). `message` must not be blank. Special files
+// (FIFOs, sockets) are ignored by git; a nested repository is recorded as a
+// gitlink by git.
+Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& message,
+                                 const CommitScope& scope = {});
 
 // Whether the worktree differs from its HEAD (tracked or untracked files, not
 // ignored ones).
