@@ -273,7 +273,7 @@ class SettingsReader {
       detail::require_table(lt, base);
       detail::refuse_unknown_keys(lt, base,
                                   {"slots", "network", "memory_mb", "pids_max", "cpu_weight",
-                                   "warm_workers", "warm_worker_idle_s"});
+                                   "warm_workers", "warm_worker_idle_s", "address_space_mb"});
       auto& ls = s_.lanes[lane];
       for (const auto& entry : detail::entries(lt)) {
         const toml::value& v = *entry.value;
@@ -289,7 +289,15 @@ class SettingsReader {
                  "lane \"net\" in catalog.toml instead");
           }
         } else if (entry.key == "memory_mb") {
-          ls.memory_mb = detail::read_integer_in(v, key, 16, 1024 * 1024, "MiB");
+          // 0: no memory limit at all.
+          ls.memory_mb = detail::read_integer(v, key) == 0
+                             ? 0
+                             : detail::read_integer_in(v, key, 16, 1024 * 1024, "MiB (0: none)");
+        } else if (entry.key == "address_space_mb") {
+          ls.address_space_mb = detail::read_integer(v, key) == 0
+                                    ? std::optional<std::int64_t>()
+                                    : detail::read_integer_in(v, key, 64, 1024 * 1024,
+                                                              "MiB of address space (0: none)");
         } else if (entry.key == "pids_max") {
           ls.pids_max = detail::read_integer_in(v, key, 8, 4194304, "processes");
         } else if (entry.key == "cpu_weight") {

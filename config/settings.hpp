@@ -72,6 +72,8 @@ struct SandboxSettings {
 struct LaneSettings {
   std::int64_t slots = 1;  // concurrent jobs, ≥ 1
   bool network = false;    // always false for no-net
+  // A job's memory (cgroup memory.max, or memory.limit_in_bytes on a v1
+  // hierarchy); unset or 0: no limit.
   std::optional<std::int64_t> memory_mb;
   std::optional<std::int64_t> pids_max;
   std::optional<std::int64_t> cpu_weight;  // cgroup v2 cpu.weight, 1..10000
@@ -80,6 +82,9 @@ struct LaneSettings {
   // per call), each stopped after warm_worker_idle_s without a call.
   std::int64_t warm_workers = 8;
   std::int64_t warm_worker_idle_s = 60;
+  // RLIMIT_AS of each job process, MiB; unset: none. Runtimes that reserve
+  // address space up front (Node's WebAssembly, the JVM, ASan) fail under it.
+  std::optional<std::int64_t> address_space_mb = std::nullopt;
 };
 
 struct ApprovalSettings {

@@ -160,9 +160,13 @@ std::vector<std::string> Daemon::runner_argv(const std::string& lane,
   argv.insert(argv.end(),
               {"--warm-workers", std::to_string(lane_settings.warm_workers),
                "--warm-worker-idle-ms", std::to_string(lane_settings.warm_worker_idle_s * 1000)});
-  if (lane_settings.memory_mb) {
+  if (lane_settings.memory_mb.value_or(0) > 0) {
     argv.push_back("--memory-mb");
     argv.push_back(std::to_string(*lane_settings.memory_mb));
+  }
+  if (lane_settings.address_space_mb.value_or(0) > 0) {
+    argv.push_back("--address-space-mb");
+    argv.push_back(std::to_string(*lane_settings.address_space_mb));
   }
   if (lane_settings.pids_max) {
     argv.push_back("--max-processes");

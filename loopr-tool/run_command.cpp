@@ -58,6 +58,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -183,6 +185,83 @@ std::string disk_note(const std::string& out, const std::string& err, int worktr
          "files that are not needed";
 }
 
+bool contains_folded(const std::string& text, std::string_view needle) {
+  const auto found =
+      std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) ==
+               std::tolower(static_cast<unsigned char>(b));
+      });
+  return found != text.end();
+}
+
+Json limit_json(const std::string& name, const std::string& key, std::uint64_t value,
+                const std::string& unit, const std::string& message) {
+  return {{"name", name}, {"key", key}, {"value", value}, {"unit", unit}, {"message", message}};
+}
+
+std::string lane_key(const std::string& key) {
+  const std::string lane = job_lane();
+  return "[lanes." + (lane.empty() ? std::string("<lane>") : lane) + "] " + key + " in loopr.toml";
+}
+
+// The loopr limit a failed command ran into, as {name, key, value, unit,
+// message}, or null: the address space (address_space_mb), the process
+// count (pids_max), the job's /tmp (tmp_size_mb), the file size limit.
+// Read from what the command printed and the limits in force; the runner
+// adds what only it sees (its memory cgroup's OOM kills, its own timeout).
+Json limit_hit(const std::string& out, const std::string& err, int worktree_fd) {
+  const std::string text = out + "\n" + err;
+  if (const char* mb = std::getenv("LOOPR_ADDRESS_SPACE_MB"); mb != nullptr && mb[0] != '\0') {
+    const bool no_memory =
+        contains_folded(text, "out of memory") || contains_folded(text, "cannot allocate memory") ||
+        contains_folded(text, "bad_alloc") || contains_folded(text, "MemoryError") ||
+        contains_folded(text, "allocation failed") || contains_folded(text, "failed to reserve");
+    if (no_memory) {
+      const std::uint64_t value = std::strtoull(mb, nullptr, 10);
+      const std::string key = lane_key("address_space_mb");
+      return limit_json("address_space", key, value, "MiB",
+                        "the command ran out of address space: every process of the job may map "
+                        "at most " +
+                            std::to_string(value) + " MiB (RLIMIT_AS, " + key +
+                            "); runtimes such as Node's WebAssembly or the JVM reserve far more "
+                            "than they use: the user can raise it or remove it");
+    }
+  }
+  if (contains(text, "Cannot fork") || contains(text, "fork: Resource temporarily unavailable") ||
+      contains(text, "fork: retry") || contains(text, "Resource temporarily unavailable")) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NPROC, &limit);
+    const std::uint64_t value = limit.rlim_cur == RLIM_INFINITY ? 0 : limit.rlim_cur;
+    const std::string key = lane_key("pids_max");
+    return limit_json("processes", key, value, "processes",
+                      "the command could not start more processes: a job may run at most " +
+                          std::to_string(value) + " at once (" + key +
+                          "); run fewer in parallel (e.g. make -j2), or the user can raise it");
+  }
+  const bool no_space =
+      contains(text, "No space left on device") || contains(text, "Disk quota exceeded");
+  struct statvfs info {};
+  if (no_space && !(::fstatvfs(worktree_fd, &info) == 0 && nearly_full(info)) &&
+      ::statvfs("/tmp", &info) == 0 && nearly_full(info)) {
+    const std::uint64_t value = (static_cast<std::uint64_t>(info.f_blocks) * info.f_frsize) >> 20;
+    return limit_json("disk", "[sandbox] tmp_size_mb in loopr.toml", value, "MiB",
+                      "the job's /tmp is full: it is a private tmpfs of " + std::to_string(value) +
+                          " MiB ([sandbox] tmp_size_mb in loopr.toml); write large files in the "
+                          "worktree, or the user can raise it");
+  }
+  if (!no_space && contains(text, "File size limit exceeded")) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_FSIZE, &limit);
+    if (limit.rlim_cur != RLIM_INFINITY) {
+      const std::uint64_t value = limit.rlim_cur >> 20;
+      return limit_json("file_size", "loopr-runner --max-file-mb (no loopr.toml key)", value, "MiB",
+                        "a file reached the largest size a job may write (" +
+                            std::to_string(value) + " MiB, RLIMIT_FSIZE); write smaller files");
+    }
+  }
+  return nullptr;
+}
+
 struct ShellRequest {
   std::string command;
   std::int64_t timeout_ms = kDefaultTimeoutMs;
@@ -221,11 +300,12 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
     ::close(out_pipe[1]);
     return errno_error(errno, "cannot create a pipe", "");
   }
-  // The lane's address-space limit, set by the runner: loopr-tool carries it
+  // The lane's address-space limit ([lanes.X] address_space_mb, off by
+  // default), set by the runner: loopr-tool carries it
   // already in normal builds (then this is the same value again); in sanitizer
   // builds only the command gets it (runner/resource_limits.cpp).
   rlim_t memory_limit = 0;
-  if (const char* mb = std::getenv("LOOPR_MEMORY_LIMIT_MB")) {
+  if (const char* mb = std::getenv("LOOPR_ADDRESS_SPACE_MB")) {
     memory_limit = static_cast<rlim_t>(std::strtoull(mb, nullptr, 10)) << 20;
   }
   catch_stop_signals();
@@ -356,8 +436,29 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
       !note.empty() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     result["disk_note"] = note;
   }
+  // Which loopr limit stopped it, if one did, and the key that raises it.
+  const bool failed = timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  if (timed_out) {
+    result["limit"] = limit_json(
+        "time", "timeout_ms (an argument of " + std::string(tool) + ")",
+        static_cast<std::uint64_t>(request.timeout_ms), "ms",
+        "the command was stopped at its timeout_ms of " + std::to_string(request.timeout_ms) +
+            " ms; pass a larger timeout_ms (up to the tool's limit in catalog.toml)");
+  } else if (Json hit = failed ? limit_hit(out_text, err_text, cwd->get()) : Json();
+             !hit.is_null()) {
+    result["limit"] = std::move(hit);
+  }
   // Last: the outputs get what the other fields leave of the cap.
   printed.add_to(result);
+  if (!result.contains("limit") && result.value("truncated", false)) {
+    // Cut to the cap: that is a limit too. add_to again, as the field takes room.
+    const std::uint64_t cap = result_cap();
+    const std::string key = "max_output_bytes of [tools." + std::string(tool) + "] in catalog.toml";
+    result["limit"] = limit_json("output", key, cap, "bytes",
+                                 "the result is held to " + std::to_string(cap) + " bytes (" + key +
+                                     "): only the head and tail of the output are kept");
+    printed.add_to(result);
+  }
   return result;
 }
 

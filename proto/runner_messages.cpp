@@ -79,6 +79,13 @@ json encode(const JobResult& m) {
   out["duration_ms"] = m.duration_ms;
   out["truncated"] = m.truncated;
   if (m.error) out["error"] = *m.error;
+  if (m.limit) {
+    out["limit"] = {{"name", m.limit->name},
+                    {"key", m.limit->key},
+                    {"value", m.limit->value},
+                    {"unit", m.limit->unit},
+                    {"message", m.limit->message}};
+  }
   return out;
 }
 
@@ -197,6 +204,21 @@ JobResult decode<JobResult>(FieldReader& f) {
   m.duration_ms = f.unsigned_integer("duration_ms");
   m.truncated = f.boolean("truncated");
   m.error = f.optional_text("error");
+  if (f.has("limit")) {
+    const json limit = f.object("limit");
+    FieldReader l(limit, "result.limit");
+    LimitHit hit;
+    hit.name = l.text("name", 64);
+    hit.key = l.text("key", 256);
+    hit.value = l.unsigned_integer("value");
+    hit.unit = l.text("unit", 32);
+    hit.message = l.text("message", 4096);
+    if (!l.ok()) {
+      f.fail("limit", l.take_error().message);
+    } else {
+      m.limit = std::move(hit);
+    }
+  }
   return m;
 }
 

@@ -77,6 +77,19 @@ struct OutputChunk {
 enum class JobStatus { success, failed, timeout, cancelled, error };
 
 // runner → daemon: the job's final state; the last message about the job.
+// A loopr limit that ended or cut a job, as the runner saw it: which limit,
+// the loopr.toml key that raises it, its value, and one sentence for the
+// model. Names: "memory" (the job's memory cgroup OOM-killed a process),
+// "time" (the job's timeout).
+struct LimitHit {
+  std::string name;
+  std::string key;
+  std::uint64_t value = 0;
+  std::string unit;  // "MiB", "ms", ...
+  std::string message;
+  bool operator==(const LimitHit&) const = default;
+};
+
 struct JobResult {
   std::string job_id;
   JobStatus status = JobStatus::success;
@@ -86,6 +99,7 @@ struct JobResult {
   std::uint64_t duration_ms = 0;
   bool truncated = false;            // output hit max_output_bytes
   std::optional<std::string> error;  // runner-side failure, for status error
+  std::optional<LimitHit> limit;     // a loopr limit that ended the job
   bool operator==(const JobResult&) const = default;
 };
 

@@ -127,7 +127,7 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job, bool w
   facts.network = spec.network || spec.sandbox_off;
   facts.stream_output = job.stream_output;
   facts.max_output_bytes = job.max_output_bytes;
-  facts.memory_mb = spec.limits.max_address_space_mb;
+  facts.address_space_mb = spec.limits.max_address_space_mb;
   if (spec.network && !spec.sandbox_off) {
     facts.proxy_url = egress_proxy_url(spec.egress_port, job.egress_token);
     facts.proxy_port = spec.egress_port;
@@ -252,6 +252,7 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   } else {
     lane.cgroup_.description = "no pids cgroup for the lane (not asked for)";
   }
+  *lane.memory_ = JobMemoryCgroups::make(spec.lane, spec.job_memory_mb, spec.job_slots);
   // 1-5, in order; the first step that fails ends the recipe and names itself.
   std::map<std::string, UniqueFd> root_mounts;  // as root, the idmapped roots
   Result<void> done = run_step(spec, "user-namespace", "user namespace", [&]() -> Result<void> {
@@ -399,7 +400,16 @@ Result<std::pair<pid_t, UniqueFd>> LaneSandbox::clone_job(const JobLaunch& job, 
       run_unsandboxed_job_init(main_pid);
     }
     // PID 1 of the job's own PID namespace, and loopr-tool after exec: when
-    // it exits, the kernel kills whatever else of the job is left.
+    // it exits, the kernel kills whatever else of the job is left. It joins
+    // its memory cgroup first, so everything it does is counted there.
+    if (job.memory_cgroup_procs >= 0) {
+      must(spec_, fds.setup_fd, "memory-cgroup", "memory cgroup", [&]() -> Result<void> {
+        if (::write(job.memory_cgroup_procs, "0", 1) != 1) {
+          return step_failed("memory cgroup", "join the job's memory cgroup", errno);
+        }
+        return {};
+      });
+    }
     must(spec_, fds.setup_fd, "job-filesystem", "mount namespace",
          [&] { return build_job_filesystem(job.worktree, spec_.filesystem); });
     exec_job_main(*this, fds, job, image, seccomp);

@@ -1,5 +1,6 @@
 // LaneSandbox: the lane's sandbox, built once by contain(), in this order:
-//   0. the lane's pids cgroup, where the machine allows one  lane_cgroup.hpp
+//   0. the lane's pids cgroup and the jobs' memory cgroups,  lane_cgroup.hpp
+//      where the machine allows them
 //   1. user namespace (uid/gid mapped to themselves; as   user_namespace.hpp
 //      root, to nobody, with the worktree roots idmapped)
 //   2. mount, IPC and UTS namespaces
@@ -38,6 +39,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +69,10 @@ struct LaneSandboxSpec {
   JobLimits limits;
   // pids.max of the lane's cgroup (step 0); 0: do not try.
   std::uint64_t lane_pids_max = 0;
+  // Each job's memory limit, MiB, in a cgroup of its own (step 0,
+  // JobMemoryCgroups); 0: none. `job_slots` such cgroups are made.
+  std::uint64_t job_memory_mb = 0;
+  int job_slots = 1;
   // Explicit opt-out for machines that cannot sandbox at all: jobs then run
   // as plain child processes in their own process group. Logged loudly.
   bool sandbox_off = false;
@@ -88,6 +94,9 @@ struct JobLaunch {
   std::int64_t max_output_bytes = 100'000;
   bool stream_output = false;  // the lane streams output (LOOPR_STREAM_OUTPUT)
   std::string egress_token;    // put in the job's proxy URL (egress_proxy_url)
+  // cgroup.procs of the job's memory cgroup (JobMemoryCgroups::procs_fd),
+  // which the job's PID 1 joins first; -1: none.
+  int memory_cgroup_procs = -1;
 };
 
 // A warm worker for one worktree (warm_workers.hpp): started like a job (the
@@ -147,6 +156,8 @@ class LaneSandbox {
   const LaneSandboxSpec& spec() const { return spec_; }
   int landlock_abi() const { return landlock_abi_; }
   const LaneCgroupReport& cgroup() const { return cgroup_; }
+  // The jobs' memory cgroups; the LaneRunner hands them out to jobs.
+  JobMemoryCgroups* memory_cgroups() const { return memory_.get(); }
 
  private:
   LaneSandbox() = default;
@@ -163,6 +174,7 @@ class LaneSandbox {
   UniqueFd worker_filter_;  // compile_no_new_processes(), sealed
   int landlock_abi_ = 0;
   LaneCgroupReport cgroup_;
+  std::shared_ptr<JobMemoryCgroups> memory_ = std::make_shared<JobMemoryCgroups>();
 };
 
 }  // namespace loopr::runner

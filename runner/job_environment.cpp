@@ -38,7 +38,8 @@ std::vector<std::string> job_environment(const std::map<std::string, std::string
   env["LOOPR_NETWORK"] = facts.network ? "on" : "off";
   env["LOOPR_MAX_OUTPUT_BYTES"] = std::to_string(facts.max_output_bytes);
   if (facts.stream_output) env["LOOPR_STREAM_OUTPUT"] = "1";
-  if (facts.memory_mb != 0) env["LOOPR_MEMORY_LIMIT_MB"] = std::to_string(facts.memory_mb);
+  if (facts.address_space_mb != 0)
+    env["LOOPR_ADDRESS_SPACE_MB"] = std::to_string(facts.address_space_mb);
   if (facts.job_init) env["LOOPR_JOB_INIT"] = "1";
   if (!facts.proxy_url.empty()) {
     for (const char* name :

@@ -22,6 +22,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "common/unique_fd.hpp"
 
 namespace loopr::runner {
 
@@ -31,5 +34,48 @@ struct LaneCgroupReport {
 };
 
 LaneCgroupReport join_lane_cgroup(const std::string& lane, std::uint64_t pids_max);
+
+// The jobs' memory limit ([lanes.X] memory_mb): one memory cgroup per job
+// slot, "loopr-<lane>-<pid>-job<i>" beside the lane's cgroup, made here while
+// the runner still has its real credentials, with memory.max (v2; the swap
+// limit 0 where it exists) or memory.limit_in_bytes (v1, root; memsw too).
+// A job joins a free one from inside (write "0" to `procs`, opened here:
+// cgroupfs judges a write by the opener's credentials, and after step 1 the
+// runner's own would no longer do), before it runs anything; the pool is the
+// runner's, one job per cgroup at a time. `oom_kills` reads the counter the
+// kernel bumps when it kills a process of the cgroup for memory.
+//
+// Tried in order: a child of the runner's cgroup v2 (the memory controller
+// enabled for its children, or enabled here once the runner has left it for
+// the lane's pids cgroup), the v2 root (root), the runner's cgroup of a v1
+// memory hierarchy (root). Optional like the pids cgroup: when none can be
+// had, `description` says why and jobs run without a memory limit.
+class JobMemoryCgroups {
+ public:
+  struct Slot {
+    UniqueFd procs;   // cgroup.procs, O_WRONLY
+    UniqueFd events;  // memory.events (v2) or memory.oom_control (v1), O_RDONLY
+    std::string path;
+    bool busy = false;
+  };
+
+  static JobMemoryCgroups make(const std::string& lane, std::uint64_t memory_mb, int slots);
+
+  bool limited() const { return !slots_.empty(); }
+  std::uint64_t memory_mb() const { return memory_mb_; }
+  const std::string& description() const { return description_; }
+  // A free slot (marked busy), or -1 when every one is in use.
+  int acquire();
+  void release(int slot);
+  // The cgroup.procs fd of `slot` for the job to write "0" to; -1 for slot -1.
+  int procs_fd(int slot) const;
+  // The kernel's count of OOM kills in `slot`'s cgroup since it was made.
+  std::uint64_t oom_kills(int slot) const;
+
+ private:
+  std::vector<Slot> slots_;
+  std::uint64_t memory_mb_ = 0;
+  std::string description_;
+};
 
 }  // namespace loopr::runner

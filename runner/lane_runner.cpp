@@ -45,6 +45,22 @@ bool same_or_beneath(const std::string& path, const std::string& dir) {
          path[dir.size()] == '/';
 }
 
+proto::LimitHit time_limit_hit(const proto::Job& job) {
+  const std::string key = "timeout_ms of [tools." + job.tool + "] in catalog.toml";
+  return {"time", key, job.timeout_ms, "ms",
+          "loopr stopped the job at its time limit of " + std::to_string(job.timeout_ms) + " ms (" +
+              key + "; a call's own timeout_ms can only lower it)"};
+}
+
+proto::LimitHit memory_limit_hit(const std::string& lane, std::uint64_t memory_mb) {
+  const std::string key = "[lanes." + lane + "] memory_mb in loopr.toml";
+  return {"memory", key, memory_mb, "MiB",
+          "a process of the job was killed for memory: the job used its whole memory limit of " +
+              std::to_string(memory_mb) + " MiB (" + key +
+              "); use less memory (fewer parallel jobs, smaller inputs), or the user can raise "
+              "it"};
+}
+
 bool valid_tool_name(const std::string& name) {
   if (name.empty() || name.size() > 64 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -81,6 +97,8 @@ struct LaneRunner::ActiveJob {
   bool cancelled = false;
   bool exited = false;
   int wait_status = 0;
+  int memory_slot = -1;  // JobMemoryCgroups slot; -1: none
+  std::uint64_t oom_kills_before = 0;
 };
 
 LaneRunner::LaneRunner(const LaneSandbox& sandbox, UniqueFd link, LaneRunnerOptions options)
@@ -248,13 +266,28 @@ void LaneRunner::start_process_job(proto::Job job, std::uint64_t output_cap,
   launch.egress_token = job.egress_token;
   launch.max_output_bytes = static_cast<std::int64_t>(output_cap);
   launch.stream_output = options_.stream_output;
+  JobMemoryCgroups& memory = *sandbox_.memory_cgroups();
+  const int memory_slot = memory.limited() ? memory.acquire() : -1;
+  if (memory.limited() && memory_slot < 0) {
+    // Fail closed: a job never runs without the memory limit the lane has.
+    return send_error_result(job.job_id, "no free memory cgroup for the job in lane " +
+                                             sandbox_.spec().lane +
+                                             " (more jobs at once than the runner's --slots)");
+  }
+  launch.memory_cgroup_procs = memory.procs_fd(memory_slot);
+  const std::uint64_t oom_kills_before = memory.oom_kills(memory_slot);
   auto running = sandbox_.start_job(launch);
-  if (!running) return send_error_result(job.job_id, running.error().message);
+  if (!running) {
+    memory.release(memory_slot);
+    return send_error_result(job.job_id, running.error().message);
+  }
   set_nonblocking(running->stdout_pipe.get());
   set_nonblocking(running->stderr_pipe.get());
   set_nonblocking(running->setup_errors.get());
   auto active = std::make_unique<ActiveJob>(std::move(job), std::move(*running), output_cap);
   active->deadline = active->started + call_timeout;
+  active->memory_slot = memory_slot;
+  active->oom_kills_before = oom_kills_before;
   active_.push_back(std::move(active));
 }
 
@@ -355,8 +388,18 @@ void LaneRunner::finish_job(ActiveJob& job) {
     result.status = proto::JobStatus::timeout;
     result.error = "the job ran past its timeout of " + std::to_string(job.request.timeout_ms) +
                    " ms and was stopped; output so far is kept";
+    result.limit = time_limit_hit(job.request);
   } else {
     set_status_from_exit(result, code);
+  }
+  // The job's memory cgroup: did the kernel kill one of its processes?
+  JobMemoryCgroups& memory = *sandbox_.memory_cgroups();
+  if (job.memory_slot >= 0) {
+    if (memory.oom_kills(job.memory_slot) > job.oom_kills_before) {
+      result.limit = memory_limit_hit(sandbox_.spec().lane, memory.memory_mb());
+    }
+    memory.release(job.memory_slot);
+    job.memory_slot = -1;
   }
   send(result);
 }

@@ -99,8 +99,10 @@ int main(int argc, char** argv) {
                "network through looprd's egress proxy (net and heavy lanes; needs --egress-fd)");
   app.add_flag("--stream-output", options.stream_output, "send output_chunk frames (heavy lane)");
   app.add_option("--tmp-size-mb", spec.filesystem.tmp_size_mb, "size cap of the job /tmp");
-  app.add_option("--memory-mb", spec.limits.max_address_space_mb,
-                 "address-space limit per job process (RLIMIT_AS; 0 = none)");
+  app.add_option("--memory-mb", spec.job_memory_mb,
+                 "memory limit per job, a cgroup limit where the machine delegates one (0 = none)");
+  app.add_option("--address-space-mb", spec.limits.max_address_space_mb,
+                 "address-space limit per job process (RLIMIT_AS; 0 = none, the default)");
   std::uint64_t max_file_mb = spec.limits.max_file_bytes >> 20;
   app.add_option("--max-file-mb", max_file_mb, "largest file a job may write (RLIMIT_FSIZE)")
       ->check(CLI::Range(1, 1 << 20));
@@ -148,6 +150,7 @@ int main(int argc, char** argv) {
   // Every job of the lane counts against one cgroup: each slot's processes,
   // plus a little for the runner itself.
   spec.lane_pids_max = spec.limits.max_processes * static_cast<std::uint64_t>(options.slots) + 16;
+  spec.job_slots = options.slots;
   if (spec.sandbox_off) {
     std::cerr << "loopr-runner: WARNING: lane " << spec.lane
               << " runs with sandbox = \"off\": jobs are NOT isolated from this machine\n";
@@ -196,6 +199,8 @@ int main(int argc, char** argv) {
   if (!spec.sandbox_off) {
     std::cerr << "loopr-runner: lane " << spec.lane << ": " << sandbox->cgroup().description
               << "\n";
+    std::cerr << "loopr-runner: lane " << spec.lane << ": "
+              << sandbox->memory_cgroups()->description() << "\n";
   }
   loopr::runner::LaneRunner runner(*sandbox, std::move(link), options);
   return runner.serve();

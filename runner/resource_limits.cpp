@@ -29,7 +29,7 @@ Result<void> apply_resource_limits(const JobLimits& limits) {
   if (auto r = set_limit(RLIMIT_NOFILE, limits.max_open_files, "RLIMIT_NOFILE"); !r) return r;
   // An AddressSanitizer build of loopr-tool reserves terabytes of shadow
   // address space at start and cannot run under any RLIMIT_AS; there the limit
-  // reaches commands only, through LOOPR_MEMORY_LIMIT_MB (run_command applies
+  // reaches commands only, through LOOPR_ADDRESS_SPACE_MB (run_command applies
   // it to the command it starts). Normal builds limit loopr-tool itself too.
   if (limits.max_address_space_mb != 0 && !kAddressSanitizer) {
     if (auto r = set_limit(RLIMIT_AS, limits.max_address_space_mb << 20, "RLIMIT_AS"); !r) return r;

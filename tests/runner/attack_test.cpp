@@ -659,11 +659,46 @@ TEST(Attack16Resources, AForkBombEndsWithItsJobAndTheLaneKeepsWorking) {
 
 TEST(Attack16Resources, AMemoryBombHitsTheAddressSpaceLimit) {
   RunnerOptions options;
-  options.extra_args = {"--memory-mb", "256"};
+  options.extra_args = {"--address-space-mb", "256"};
   RunnerHarness runner(options);
   const auto out = runner.shell("awk 'BEGIN { s = \"x\"; while (1) s = s s }'");
   EXPECT_NE(out["exit_code"], 0);
   EXPECT_NE(text(out).find("out of memory"), std::string::npos) << text(out);
+  // Which limit, and the key that raises it.
+  EXPECT_EQ(out["limit"]["name"], "address_space") << out.dump();
+  EXPECT_EQ(out["limit"]["key"], "[lanes.no-net] address_space_mb in loopr.toml") << out.dump();
+  EXPECT_EQ(out["limit"]["value"], 256) << out.dump();
+}
+
+// [lanes.X] memory_mb is a cgroup limit on the job's memory, not on its
+// address space: where the machine gives the runner a memory cgroup (root
+// here, through the v1 memory hierarchy), a memory bomb is OOM-killed in
+// the job's own cgroup and the result names the limit and its key; where it
+// cannot (an ordinary user without delegation), the runner's report says the
+// limit is not applied, and no bomb is run against the machine.
+TEST(Attack16Resources, AMemoryBombIsKilledInTheJobsMemoryCgroup) {
+  RunnerOptions options;
+  options.extra_args = {"--memory-mb", "128"};
+  RunnerHarness runner(options);
+  const std::string report = runner.runner_stderr();
+  if (report.find("memory limit 128 MiB per job") == std::string::npos) {
+    EXPECT_NE(report.find("no memory cgroup for the lane's jobs"), std::string::npos) << report;
+    EXPECT_NE(report.find("[lanes.no-net] memory_mb = 128 is NOT applied"), std::string::npos)
+        << report;
+    return;
+  }
+  const auto bomb = runner.run(
+      "run_command", {{"command", "awk 'BEGIN { s = \"x\"; while (1) s = s s }'; echo after=$?"}},
+      60'000);
+  ASSERT_TRUE(bomb.limit.has_value()) << bomb.output << bomb.stderr_bytes;
+  EXPECT_EQ(bomb.limit->name, "memory");
+  EXPECT_EQ(bomb.limit->key, "[lanes.no-net] memory_mb in loopr.toml");
+  EXPECT_EQ(bomb.limit->value, 128u);
+  EXPECT_NE(bomb.limit->message.find("128 MiB"), std::string::npos) << bomb.limit->message;
+  // The next job in the same cgroup is not blamed for the last one's kill.
+  const auto next = runner.run("run_command", {{"command", "echo still here"}});
+  EXPECT_FALSE(next.limit.has_value());
+  EXPECT_EQ(json::parse(next.output)["stdout"], "still here\n");
 }
 
 TEST(Attack16Resources, FillingTmpStopsAtItsCap) {

@@ -36,7 +36,7 @@ TEST(JobEnvironment, AllowlistedValuesPassAndDefaultsAreSet) {
                                                                    .stream_output = true,
                                                                    .job_init = true,
                                                                    .max_output_bytes = 4096,
-                                                                   .memory_mb = 512});
+                                                                   .address_space_mb = 512});
   EXPECT_TRUE(has(env, "CC=clang"));
   EXPECT_TRUE(has(env, "LANG=de_DE.UTF-8"));
   EXPECT_TRUE(has(env, "HOME=/tmp"));
@@ -46,7 +46,7 @@ TEST(JobEnvironment, AllowlistedValuesPassAndDefaultsAreSet) {
   EXPECT_TRUE(has(env, "LOOPR_NETWORK=off"));
   EXPECT_TRUE(has(env, "LOOPR_STREAM_OUTPUT=1"));
   EXPECT_TRUE(has(env, "LOOPR_JOB_INIT=1"));
-  EXPECT_TRUE(has(env, "LOOPR_MEMORY_LIMIT_MB=512"));
+  EXPECT_TRUE(has(env, "LOOPR_ADDRESS_SPACE_MB=512"));
 }
 
 TEST(JobEnvironment, ALaneThatDoesNotStreamSaysNothingAboutStreamingOrInit) {
