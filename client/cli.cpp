@@ -52,6 +52,26 @@ StartFlags add_start_flags(CLI::App* command, std::string& base, std::string& pr
       command->add_option("--model", model, "the model (default: the provider's)")};
 }
 
+// --include-uncommitted, --validate-timeout: what a loop or a plan starts
+// from, and how long one validation may run.
+struct CheckoutFlags {
+  CLI::Option* validate_timeout;
+};
+
+CheckoutFlags add_checkout_flags(CLI::App* command, bool& include_uncommitted,
+                                 std::uint64_t& validate_timeout) {
+  command->add_flag("--include-uncommitted", include_uncommitted,
+                    "start from the checkout as it is: its uncommitted and untracked (not "
+                    "ignored) changes in a snapshot commit; your branch, index and files are "
+                    "left alone");
+  return CheckoutFlags{
+      command
+          ->add_option("--validate-timeout", validate_timeout,
+                       "stop a validation after this many seconds (at most the validate tool's "
+                       "timeout); its output so far is kept")
+          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86400}))};
+}
+
 struct GlobalFlags {
   config::PathFlags paths;
   bool json = false;
@@ -238,6 +258,9 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   run_cmd->add_option("--type", loop_run.type, "the loop type (default: code)");
   run_cmd->add_option("--repo", loop_run.repo, "the git repository the loop works on")->required();
   const StartFlags run_start = add_start_flags(run_cmd, run_base, run_provider, run_model);
+  std::uint64_t run_validate_timeout = 0;
+  const CheckoutFlags run_checkout =
+      add_checkout_flags(run_cmd, loop_run.include_uncommitted, run_validate_timeout);
   auto* max_iterations_option =
       run_cmd->add_option("--max-iterations", run_max_iterations, "stop after N iterations")
           ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
@@ -257,6 +280,9 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
     if (max_iterations_option->count() > 0) loop_run.max_iterations = run_max_iterations;
     if (budget_option->count() > 0) loop_run.budget_usd = run_budget_usd;
     if (validate_option->count() > 0) loop_run.validate = run_validate;
+    if (run_checkout.validate_timeout->count() > 0) {
+      loop_run.validate_timeout_s = run_validate_timeout;
+    }
     command = [&](const CommandContext& c) { return run_loop_run(c, loop_run); };
   });
 
@@ -344,6 +370,9 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   auto* plan_repo_option =
       plan_cmd->add_option("--repo", plan_create.repo, "the git repository the plan works on");
   const StartFlags plan_start = add_start_flags(plan_cmd, plan_base, plan_provider, plan_model);
+  std::uint64_t plan_validate_timeout = 0;
+  const CheckoutFlags plan_checkout =
+      add_checkout_flags(plan_cmd, plan_create.include_uncommitted, plan_validate_timeout);
   auto* plan_budget_option =
       plan_cmd
           ->add_option("--budget-usd", plan_budget_usd,
@@ -429,6 +458,9 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
     if (plan_start.provider->count() > 0) plan_create.provider = plan_provider;
     if (plan_start.model->count() > 0) plan_create.model = plan_model;
     if (plan_budget_option->count() > 0) plan_create.budget_usd = plan_budget_usd;
+    if (plan_checkout.validate_timeout->count() > 0) {
+      plan_create.validate_timeout_s = plan_validate_timeout;
+    }
     plan_create.follow = !plan_no_follow;
     command = [&](const CommandContext& c) { return run_plan_create(c, plan_create); };
   });

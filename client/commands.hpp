@@ -101,6 +101,8 @@ struct LoopRunOptions {
   std::optional<std::uint64_t> max_iterations;
   std::optional<double> budget_usd;
   std::optional<std::string> validate;
+  std::optional<std::uint64_t> validate_timeout_s;
+  bool include_uncommitted = false;
   bool detach = false;
 };
 int run_loop_run(const CommandContext& context, const LoopRunOptions& options);

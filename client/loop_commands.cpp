@@ -24,6 +24,8 @@ using nlohmann::json;
 constexpr Milliseconds kCreateTimeout{300'000};
 // A transcript that claims more pages than this is a daemon bug, not a log.
 constexpr std::size_t kMaxTranscriptPages = 100'000;
+// How long `loop cancel` waits to print the status the loop ends in.
+constexpr Milliseconds kCancelWait{60'000};
 
 json create_params(const LoopRunOptions& options, const std::string& repo) {
   json params = {{"type", options.type}, {"task", options.task}, {"repo", repo}};
@@ -33,6 +35,8 @@ json create_params(const LoopRunOptions& options, const std::string& repo) {
   if (options.max_iterations) params["max_iterations"] = *options.max_iterations;
   if (options.budget_usd) params["budget"] = {{"usd", *options.budget_usd}};
   if (options.validate) params["validate"] = *options.validate;
+  if (options.validate_timeout_s) params["validate_timeout_s"] = *options.validate_timeout_s;
+  if (options.include_uncommitted) params["include_uncommitted"] = true;
   return params;
 }
 
@@ -58,11 +62,14 @@ Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopSt
     return make_error(errc::protocol, "the " + start.method + " result has a loop without id");
   }
 
+  const json& uncommitted = member(*loop, "uncommitted");
   if (!start.follow) {
     if (context.json) {
       context.print_json(*loop);
     } else {
       context.out << printable(live.id) << '\n';
+      // Said on stderr: stdout holds the id alone, for scripts.
+      print_uncommitted(member(uncommitted, "paths"), member(uncommitted, "included"), context.err);
     }
     return live;
   }
@@ -74,6 +81,7 @@ Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopSt
                 << " on branch " << cell(*loop, "branch") << " in " << cell(*loop, "worktree")
                 << '\n'
                 << "(Ctrl-C detaches; the " << start.noun << " goes on)\n";
+    print_uncommitted(member(uncommitted, "paths"), member(uncommitted, "included"), context.out);
   }
   context.out.flush();
 
@@ -225,10 +233,35 @@ int run_loop_control(const CommandContext& context, LoopControl control, const s
                                                         : "loop.cancel";
   auto client = context.open();
   if (!client) return context.fail(client.error());
+  // A cancel answers at once, while the loop's current call is stopped: the
+  // status it ends in arrives as loop.updated (subscribed first, so it
+  // cannot be missed).
+  const bool cancel = control == LoopControl::cancel;
+  if (cancel) {
+    if (auto subscribed = subscribe_events(*client, {"loop"}, id); !subscribed) {
+      return context.fail(subscribed.error());
+    }
+  }
   auto result = client->call(method, {{"id", id}});
   if (!result) return context.fail(result.error());
   auto loop = object_in(*result, "loop", method);
   if (!loop) return context.fail(loop.error());
+  if (cancel && !is_final_status(loop_status(*loop))) {
+    const auto deadline = std::chrono::steady_clock::now() + kCancelWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto left =
+          std::chrono::duration_cast<Milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto event = client->next_event(left);
+      if (!event) return context.fail(event.error());
+      if (!*event) break;
+      if ((*event)->event != "loop.updated") continue;
+      const json& updated = member((*event)->data, "loop");
+      if (string_of(updated, "id") != id) continue;
+      *loop = updated;
+      (*result)["loop"] = updated;
+      if (is_final_status(loop_status(updated))) break;
+    }
+  }
   if (context.json) {
     context.print_json(*result);
     return to_int(ExitStatus::ok);
@@ -237,6 +270,9 @@ int run_loop_control(const CommandContext& context, LoopControl control, const s
   context.out << "loop " << cell(*loop, "id") << ": " << cell(*loop, "status");
   if (control == LoopControl::pause && status == "running") {
     context.out << " (it pauses after the current model turn)";
+  }
+  if (cancel && !is_final_status(status)) {
+    context.out << " (cancel requested; it ends when its current call has stopped)";
   }
   context.out << '\n';
   return to_int(ExitStatus::ok);

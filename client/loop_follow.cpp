@@ -232,6 +232,10 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
       }
     } else if (event.event == "tool.finished") {
       print_tool_finished(data);
+    } else if (event.event == "tool.queued") {
+      end_line();
+      out_ << "waiting: " << printable(string_of(data, "tool"))
+           << printable(waiting_text(data)).substr(1) << '\n';
     }
   }
   if (final_status) end_line();

@@ -15,6 +15,21 @@ namespace {
 
 using nlohmann::json;
 
+// "a, b, c and 4 more" of a listed sample and its whole count.
+std::string path_sample(const json& listed, const json& count) {
+  std::string text;
+  std::size_t shown = 0;
+  if (listed.is_array()) {
+    for (const json& path : listed) {
+      if (!path.is_string() || shown == 5) continue;
+      text += (shown++ == 0 ? "" : ", ") + printable(path.get<std::string>());
+    }
+  }
+  const std::size_t whole = count.is_number_unsigned() ? count.get<std::size_t>() : shown;
+  if (whole > shown) text += " and " + std::to_string(whole - shown) + " more";
+  return text;
+}
+
 constexpr std::size_t kTaskWidth = 50;
 constexpr std::size_t kArgumentsWidth = 160;
 constexpr std::size_t kResultLineWidth = 160;
@@ -426,8 +441,22 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
   print_field(out, "branch:", cell(loop, "branch"));
   print_field(out, "worktree:", cell(loop, "worktree"));
   print_field(out, "base:", cell(loop, "base_commit"));
+  if (const json& uncommitted = member(loop, "uncommitted"); uncommitted.is_object()) {
+    const json& paths = member(uncommitted, "paths");
+    const bool included =
+        member(uncommitted, "included").is_boolean() && member(uncommitted, "included").get<bool>();
+    print_field(out, included ? "uncommitted:" : "left out:",
+                path_sample(paths, json(paths.is_array() ? paths.size() : 0)) +
+                    (included ? " (in the base snapshot)"
+                              : " (uncommitted; --include-uncommitted takes them)"));
+  }
   print_field(out, "provider:", cell(loop, "provider") + " / " + cell(loop, "model"));
   print_field(out, "validate:", cell(loop, "validate"));
+  if (const json& validating = member(loop, "validating"); validating.is_object()) {
+    print_field(out, "validating:",
+                "since " + format_age(member(validating, "since_ms"), now_ms) +
+                    waiting_text(member(validating, "waiting")));
+  }
   print_field(out, "iteration:", cell(loop, "iteration") + " of " + cell(loop, "max_iterations"));
   if (const auto handoffs = number_of(member(loop, "handoffs")); handoffs && *handoffs > 0) {
     print_field(out, "handoffs:",
@@ -485,7 +514,52 @@ void print_loop_summary(const json& loop, std::ostream& out) {
       << (id.empty() ? "ID" : shell_word(id)) << '\n';
 }
 
+std::string waiting_text(const json& waiting) {
+  if (!waiting.is_object()) return "";
+  std::string text = ", waiting for a " + printable(string_of(waiting, "lane")) + " slot (";
+  const auto ahead = number_of(member(waiting, "ahead"));
+  text += ahead && *ahead > 0 ? cell(waiting, "ahead") + " ahead, " : "next, ";
+  text += cell(waiting, "running") + " of " + cell(waiting, "slots") + " running)";
+  return text;
+}
+
+void print_uncommitted(const json& paths, const json& included, std::ostream& out) {
+  if (!paths.is_array() || paths.empty()) return;
+  const std::string sample = path_sample(paths, json(paths.size()));
+  if (included.is_boolean() && included.get<bool>()) {
+    out << "started from your uncommitted changes too (a snapshot commit): " << sample << '\n';
+  } else {
+    out << "left out: uncommitted changes of your checkout (" << sample
+        << "); the loop starts from the last commit. To take them: --include-uncommitted\n";
+  }
+}
+
+// What a daemon command (the validation) left in the worktree and what
+// loopr did with it (worktree_changes.hpp).
+void print_by_products(const json& by_products, std::ostream& out) {
+  if (!by_products.is_object()) return;
+  if (by_products.contains("error")) {
+    out << "  (could not sort out what the validation changed: "
+        << first_line(string_of(by_products, "error"), 200) << ")\n";
+    return;
+  }
+  const std::string kept =
+      path_sample(member(by_products, "kept_out"), member(by_products, "kept_out_count"));
+  if (!kept.empty())
+    out << "  kept out of the loop's commits (made by the validation): " << kept << '\n';
+  const std::string restored =
+      path_sample(member(by_products, "restored"), member(by_products, "restored_count"));
+  if (!restored.empty()) {
+    out << "  put back as committed (the validation changed them): " << restored << '\n';
+  }
+}
+
 void print_validation(const json& validation, std::size_t tail, std::ostream& out) {
+  print_validation_result(validation, tail, out);
+  print_by_products(member(validation, "by_products"), out);
+}
+
+void print_validation_result(const json& validation, std::size_t tail, std::ostream& out) {
   const json& passed = member(validation, "passed");
   std::string details = "exit " + cell(validation, "exit_code");
   const json& duration = member(validation, "duration_ms");
@@ -514,6 +588,7 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
     out << "created: " << cell(spec, "type") << " loop"
         << (task.is_string() ? ": " + first_line(task.get_ref<const std::string&>(), 100) : "")
         << '\n';
+    print_uncommitted(member(spec, "uncommitted_paths"), member(spec, "include_uncommitted"), out);
   } else if (kind == "iteration_started") {
     out << "== iteration " << cell(step, "iteration") << " ==\n";
   } else if (kind == "model_turn") {
@@ -533,10 +608,19 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
     out << printable_lines(text.empty() ? "-" : text) << '\n';
   } else if (kind == "committed") {
     const json& changed = member(data, "changed");
-    out << "committed " << short_commit(member(data, "commit"))
-        << (changed.is_boolean() ? (changed.get<bool>() ? " (files changed)" : " (nothing changed)")
-                                 : " (" + changed_cell(changed) + " changed)")
-        << '\n';
+    if (changed.is_boolean() && !changed.get<bool>()) {
+      out << "nothing to commit: the iteration changed no file (still at "
+          << short_commit(member(data, "commit")) << ")\n";
+    } else {
+      out << "committed " << short_commit(member(data, "commit"))
+          << (changed.is_boolean() ? " (files changed)"
+                                   : " (" + changed_cell(changed) + " changed)")
+          << '\n';
+    }
+    const std::string left_out =
+        path_sample(member(data, "left_out"), member(data, "left_out_count"));
+    if (!left_out.empty())
+      out << "  left out (by-products of loopr's own commands): " << left_out << '\n';
   } else if (kind == "handoff") {
     out << "handoff (" << cell(data, "reason") << "): " << first_line(string_of(data, "why"), 200)
         << '\n';
@@ -546,7 +630,10 @@ void print_step(const json& step, bool model_text, std::ostream& out) {
   } else if (kind == "handed_off") {
     out << "not validated: the iteration handed off; the next one starts from its note\n";
   } else if (kind == "validation_started") {
-    out << "validating: " << cell(data, "command") << '\n';
+    out << "validating: " << cell(data, "command");
+    if (!member(data, "timeout_s").is_null())
+      out << " (time limit " << cell(data, "timeout_s") << " s)";
+    out << '\n';
   } else if (kind == "validation") {
     print_validation(data, kValidationTail, out);
   } else if (kind == "status") {

@@ -86,6 +86,15 @@ void print_budget(const nlohmann::json& budget, std::string_view label, std::ost
 // "validation passed (exit 0, 1.2 s)" or "validation failed (exit 1, 3 s)",
 // then, for a failure, the output's last `tail` lines indented with "  | ".
 void print_validation(const nlohmann::json& validation, std::size_t tail, std::ostream& out);
+// The pass/fail line and output tail alone (no by-products).
+void print_validation_result(const nlohmann::json& validation, std::size_t tail, std::ostream& out);
+// ", waiting for a heavy slot (2 ahead, 1 running)" of a tool.queued event or
+// a loop's validating.waiting; "" for null.
+std::string waiting_text(const nlohmann::json& waiting);
+// The checkout's uncommitted paths a loop left out (or took, with
+// include_uncommitted), as the lines `loop run` and `loop show` print.
+void print_uncommitted(const nlohmann::json& paths, const nlohmann::json& included,
+                       std::ostream& out);
 
 // One journal step for a person. `model_text`: print a model_turn's text
 // (false when it was already shown as it streamed). Unknown kinds print as

@@ -26,6 +26,8 @@ json create_params(const PlanCreateOptions& options, const std::string& repo) {
   if (options.provider) params["provider"] = *options.provider;
   if (options.model) params["model"] = *options.model;
   if (options.budget_usd) params["plan_budget"] = {{"usd", *options.budget_usd}};
+  if (options.validate_timeout_s) params["validate_timeout_s"] = *options.validate_timeout_s;
+  if (options.include_uncommitted) params["include_uncommitted"] = true;
   return params;
 }
 

@@ -27,6 +27,8 @@ struct PlanCreateOptions {
   std::optional<std::string> provider;
   std::optional<std::string> model;
   std::optional<double> budget_usd;  // the whole plan's: plan_budget.usd
+  std::optional<std::uint64_t> validate_timeout_s;  // every validation of the plan's loops
+  bool include_uncommitted = false;
   bool follow = true;
 };
 int run_plan_create(const CommandContext& context, const PlanCreateOptions& options);

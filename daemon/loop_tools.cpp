@@ -34,15 +34,21 @@ asio::awaitable<std::vector<json>> LoopTools::run_calls(const std::string& loop_
 
 asio::awaitable<json> LoopTools::run_validation(const std::string& loop_id,
                                                 const std::string& worktree,
-                                                const std::string& command) {
+                                                const std::string& command,
+                                                std::uint64_t timeout_ms) {
   ToolCallRequest request;
   request.tool = "validate";
   request.worktree = worktree;
   request.session = session_of(loop_id);
   request.loop_id = loop_id;
   request.command = command;
+  if (timeout_ms > 0) request.timeout_ms = timeout_ms;
   ToolCallOutcome outcome = co_await router_.call(std::move(request));
   co_return outcome.to_json();
+}
+
+json LoopTools::waiting_call(const std::string& loop_id) const {
+  return router_.waiting_call_of_loop(loop_id);
 }
 
 void LoopTools::start_iteration(const std::string& loop_id) {

@@ -20,7 +20,9 @@ class LoopTools : public loops::ToolGateway {
       std::vector<loops::GatewayCall> calls) override;
   asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,
                                                  const std::string& worktree,
-                                                 const std::string& command) override;
+                                                 const std::string& command,
+                                                 std::uint64_t timeout_ms = 0) override;
+  nlohmann::json waiting_call(const std::string& loop_id) const override;
   void start_iteration(const std::string& loop_id) override;
   std::size_t cancel_calls(const std::string& loop_id) override;
   void restore_result(const std::string& loop_id, const std::string& worktree,

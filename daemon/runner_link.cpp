@@ -752,6 +752,15 @@ asio::awaitable<void> RunnerLink::stop(std::chrono::milliseconds grace) {
   }
 }
 
+std::optional<std::size_t> RunnerLink::jobs_ahead(const std::string& job_id) const {
+  std::size_t ahead = 0;
+  for (const auto& pending : queue_) {
+    if (pending->job.job_id == job_id) return ahead;
+    ++ahead;
+  }
+  return std::nullopt;
+}
+
 nlohmann::json RunnerLink::status_json() const {
   nlohmann::json status = {{"lane", config_.lane},
                            {"state", to_string(state_)},

@@ -109,6 +109,9 @@ class RunnerLink {
   pid_t pid() const { return pid_; }
   // {lane, state, pid, slots, in_flight, queued, restarts, last_error?}
   nlohmann::json status_json() const;
+  // How many jobs wait before `job_id` for a slot of this lane; nullopt when
+  // that job is not waiting (sent to the runner, or unknown here).
+  std::optional<std::size_t> jobs_ahead(const std::string& job_id) const;
 
  private:
   struct PendingJob;

@@ -240,6 +240,16 @@ json LoopRun::to_json(bool detailed) const {
        {{"limits", limits_to_json(spec_.budget)},
         {"used", progress_.spend.to_json()},
         {"left", left_to_json(spec_.budget, progress_.spend)}}}};
+  if (validating_since_ms_ > 0) {
+    // A validation in progress, and its place when it waits for a slot.
+    loop["validating"] = {{"command", validating_command_},
+                          {"since_ms", validating_since_ms_},
+                          {"waiting", engine_.services().tools.waiting_call(spec_.id)}};
+  }
+  if (!spec_.uncommitted_paths.empty()) {
+    loop["uncommitted"] = {{"included", spec_.include_uncommitted},
+                           {"paths", spec_.uncommitted_paths}};
+  }
   if (detailed) {
     loop["artifact"] = progress_.artifact;
     loop["iterations"] = progress_.iterations;
@@ -1456,7 +1466,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
           ? "(loopr checks the " + std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
                 ")"
           : spec_.validate;
-  if (!persist("validation_started", {{"command", command}})) co_return Phase::done;
+  json started_step = {{"command", command}};
+  if (spec_.validate_timeout_s > 0) started_step["timeout_s"] = spec_.validate_timeout_s;
+  if (!persist("validation_started", started_step)) co_return Phase::done;
   services.publish(
       "loop.iteration",
       {{"loop_id", spec_.id}, {"iteration", progress_.iteration}, {"phase", "validating"}});
@@ -1465,7 +1477,12 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const bool artifact_ok = outcome["output"].value("exit_code", 1) == 0;
   json by_products;
   if (!document_loop || (artifact_ok && !spec_.validate.empty())) {
-    outcome = co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate);
+    validating_command_ = spec_.validate;
+    validating_since_ms_ = now_ms();
+    outcome = co_await services.tools.run_validation(
+        spec_.id, spec_.worktree, spec_.validate,
+        static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000);
+    validating_since_ms_ = 0;
     if (stopping_) co_return Phase::done;
     by_products = co_await settle_by_products();
   }
@@ -1474,19 +1491,32 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const auto duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
   const json output = outcome.value("output", json());
-  const bool ran = outcome.value("ok", false) && output.is_object();
+  // A timed-out command's result keeps what it printed until it was stopped.
+  const bool timed_out = outcome.value("status", "") == "timeout" ||
+                         (output.is_object() && output.value("timed_out", false));
+  const bool ran = (outcome.value("ok", false) || timed_out) && output.is_object();
   const json exit_code = ran ? output.value("exit_code", json()) : json();
-  const bool passed = ran && exit_code.is_number_integer() && exit_code.get<int>() == 0;
+  const bool passed =
+      ran && !timed_out && exit_code.is_number_integer() && exit_code.get<int>() == 0;
+  auto timeout_note = [&] {
+    return "[the validation command was stopped after " + std::to_string(duration / 1000) +
+           " s, its time limit; above is what it printed until then. " +
+           (spec_.validate_timeout_s > 0
+                ? "This loop's limit is --validate-timeout " +
+                      std::to_string(spec_.validate_timeout_s) + "."
+                : std::string("The limit is timeout_ms of [tools.validate] in catalog.toml.")) +
+           "]";
+  };
   std::string text;
   if (ran && output.contains("output") && output["output"].is_string()) {
     // stdout and stderr in the order written, as a terminal shows them.
     text = output["output"].get<std::string>();
-    if (output.value("timed_out", false)) text += "\n[the validation command timed out]";
+    if (timed_out) text += "\n" + timeout_note();
   } else if (ran) {
     text = field_text(output, "stdout");
     const std::string err = field_text(output, "stderr");
     if (!err.empty()) text += (text.empty() ? "" : "\n") + err;
-    if (output.value("timed_out", false)) text += "\n[the validation command timed out]";
+    if (timed_out) text += "\n" + timeout_note();
   } else {
     const json error = outcome.value("error", json::object());
     text = "the validation could not run: " + field_text(error, "message");

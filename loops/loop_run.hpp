@@ -174,6 +174,10 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   LoopProgress progress_;
   LoopStatus status_;
   WorktreeInfo worktree_;
+  // While the validation command runs (or waits for a heavy slot): what it
+  // is and since when (0: not validating); to_json() shows it live.
+  std::string validating_command_;
+  std::int64_t validating_since_ms_ = 0;
   bool worktree_open_ = false;
 
   std::string system_;

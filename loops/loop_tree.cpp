@@ -61,7 +61,8 @@ std::string spec_task(const json& plan, const json& entry) {
                      "\n\n" + text_of(entry, "description") + "\n\nIt is part of the plan '" +
                      text_of(plan, "title") + "': " + text_of(plan, "overview") +
                      "\n\nRead the code it touches, then call create_spec with 1 to 7 phases (one "
-                     "for a small change, each phase costs a build and a review), in the order they must be done; each phase small enough for one focused code "
+                     "for a small change, each phase costs a build and a review), in the order "
+                     "they must be done; each phase small enough for one focused code "
                      "change that can be validated.";
   return task;
 }
@@ -486,6 +487,8 @@ LoopSpec LoopEngine::child_spec(const LoopRun& parent, const std::string& type) 
   spec.plan_id = ps.root_plan();
   spec.parent_branch = ps.branch;
   spec.generation = parent.progress().generation;
+  spec.validate_timeout_s = ps.validate_timeout_s;
+  spec.user_branch = ps.user_branch;
   return spec;
 }
 

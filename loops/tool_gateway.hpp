@@ -47,9 +47,14 @@ class ToolGateway {
       std::vector<GatewayCall> calls) = 0;
   // Runs `command` (the loop's validation, chosen by the user) with the
   // `validate` tool on the heavy lane in `worktree`; a tool.call result.
+  // `timeout_ms` (0: the tool's) lowers the validate tool's timeout.
   virtual asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,
                                                          const std::string& worktree,
-                                                         const std::string& command) = 0;
+                                                         const std::string& command,
+                                                         std::uint64_t timeout_ms = 0) = 0;
+  // A call of the loop that waits for a lane slot ({call_id, tool, lane,
+  // ahead, slots, running}), or null.
+  virtual nlohmann::json waiting_call(const std::string& loop_id) const = 0;
   // A new iteration begins with a fresh context: the model has read nothing.
   virtual void start_iteration(const std::string& loop_id) = 0;
   // Cancels the loop's calls that wait or run; returns how many.

@@ -101,6 +101,15 @@ std::string command_view(const json& output) {
     if (const std::string text = text_of(output, note); !text.empty())
       add_line(out, "note: " + text);
   }
+  // A loopr limit that stopped the command (the output cap shows above),
+  // and each connection the egress proxy refused, with the key to allow it.
+  if (const json limit = output.value("limit", json()); limit.is_object() &&
+                                                         text_of(limit, "name") != "output") {
+    add_line(out, "limit: " + text_of(limit, "message"));
+  }
+  for (const json& refused : output.value("egress_refused", json::array())) {
+    if (refused.is_object()) add_line(out, "note: " + text_of(refused, "message"));
+  }
   if (output.contains("output") && output["output"].is_string()) {
     const std::string merged = output["output"].get<std::string>();
     out += merged.empty() ? "(no output)\n" : merged;

@@ -641,6 +641,7 @@ TEST_F(LoopCommandsTest, LogsFollowOfAnEndedLoopPrintsTheJournalAndReturns) {
 // ---- pause, resume, cancel, delete, export ----
 
 TEST_F(LoopCommandsTest, PauseResumeCancelPrintTheNewStatus) {
+  fake_.answer("events.subscribe", {{"topics", json::array({"loop"})}});
   fake_.answer("loop.pause", {{"loop", a_loop("l-1", "running")}});
   fake_.answer("loop.resume", {{"loop", a_loop("l-1", "running")}});
   fake_.answer("loop.cancel", {{"loop", a_loop("l-1", "cancelled")}});
@@ -653,6 +654,30 @@ TEST_F(LoopCommandsTest, PauseResumeCancelPrintTheNewStatus) {
   run = ctl({"loop", "cancel", "l-1", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(json::parse(run.out), (json{{"loop", a_loop("l-1", "cancelled")}}));
+}
+
+// loop.cancel answers while the loop's current call is still being stopped:
+// looprctl waits for the status the loop ends in (subscribed first) and
+// prints that, not "running".
+TEST_F(LoopCommandsTest, CancelPrintsTheStatusTheLoopEndsIn) {
+  fake_.on("events.subscribe", [](const proto::Request& request) {
+    return FakeReply::result(request, {{"topics", request.params["topics"]}});
+  });
+  fake_.on("loop.cancel", [](const proto::Request& request) {
+    FakeReply reply = FakeReply::result(request, {{"loop", a_loop("l-8", "running")}});
+    reply.event("loop.updated", {{"loop", a_loop("l-9", "cancelled")}})
+        .event("loop.updated", {{"loop", a_loop("l-8", "running")}})
+        .event("loop.updated", {{"loop", a_loop("l-8", "cancelled")}});
+    return reply;
+  });
+  const CtlRun run = ctl({"loop", "cancel", "l-8"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "loop l-8: cancelled\n");
+  const auto requests = fake_.requests();
+  ASSERT_GE(requests.size(), 3u);
+  EXPECT_EQ(requests[1].method, "events.subscribe");
+  EXPECT_EQ(requests[1].params, (json{{"topics", {"loop"}}, {"loop_id", "l-8"}}));
+  EXPECT_EQ(requests[2].method, "loop.cancel");
 }
 
 TEST_F(LoopCommandsTest, DeleteMapsItsFlags) {

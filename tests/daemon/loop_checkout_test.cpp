@@ -1,0 +1,338 @@
+// Loops on real repositories (issue 25), end to end through the real looprd,
+// lane runners, sandbox and git:
+// - clean commits: what the daemon's validation writes (coverage reports,
+//   byte caches, object files, a tracked file it rewrites) is never
+//   committed, over two iterations (a wrong fix, then the right one), and a
+//   file the model itself writes where a by-product was is committed;
+// - the user's uncommitted work: left out and said so, or taken in a
+//   snapshot without touching the checkout's branch, index or files;
+// - a hanging validation stops at the loop's own time limit and keeps what
+//   it printed; a validation that waits for the heavy slot says so, with its
+//   place; the cut marker of a long validation counts the whole output;
+// - loop.diff's from_branch; a linked worktree as --repo is refused with the
+//   command that works.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "tests/daemon/loop_fixture.hpp"
+
+namespace loopr::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+json edit_call(const std::string& id, const std::string& from, const std::string& to) {
+  return tool_call(id, "edit_file",
+                   {{"path", "answer.txt"}, {"old_string", from}, {"new_string", to}});
+}
+
+json complete_call(const std::string& id) {
+  return tool_call(id, "complete_task", {{"summary", "done"}});
+}
+
+json completing_turn(const std::string& id) {
+  return turn({complete_call(id)}, {{"usage", usage(100, 10)}});
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+class LoopCheckoutTest : public ::testing::Test {
+ protected:
+  struct Session {
+    std::string provider = "scripted";
+    std::vector<json> turns;
+  };
+
+  void start(const std::vector<Session>& sessions, const std::string& extra_toml = {}) {
+    std::vector<ScriptedProviderEntry> providers;
+    for (const Session& session : sessions) {
+      const std::string path = scripts_.path(session.provider + ".jsonl");
+      write_session(path, session.turns);
+      providers.push_back({session.provider, path, 0});
+    }
+    DaemonOptions options;
+    options.extra_toml = scripted_toml(providers) + extra_toml;
+    daemon_ = std::make_unique<DaemonHarness>(options);
+    repo_ = make_sample_repo(daemon_->worktree());
+    daemon_->start();
+  }
+
+  json create(json params = json::object()) { return create_loop(*daemon_, repo_.path, params); }
+
+  // The error `method` answers (the test fails if it succeeds).
+  Error refusal(const std::string& method, json params) {
+    auto c = daemon_->client();
+    auto result = c.call(method, std::move(params));
+    if (result) {
+      ADD_FAILURE() << method << " succeeded: " << result->dump();
+      return {};
+    }
+    return result.error();
+  }
+
+  TempTree scripts_;
+  std::unique_ptr<DaemonHarness> daemon_;
+  SampleRepo repo_;
+};
+
+// ---- clean commits ---------------------------------------------------------------
+
+// The validation makes a coverage folder, a byte cache, an object file and
+// rewrites a tracked file, then runs the tests. Iteration 1's fix is wrong,
+// iteration 2's right; iteration 2 also writes coverage/keep.txt itself.
+TEST_F(LoopCheckoutTest, WhatTheValidationWritesIsNeverCommitted) {
+  start({{"scripted",
+          {turn({tool_call("r1", "read_file", {{"path", "answer.txt"}})},
+                {{"usage", usage(100, 10)}}),
+           turn({edit_call("e1", "41", "40")}, {{"usage", usage(100, 10)}}), completing_turn("c1"),
+           turn({tool_call("r2", "read_file", {{"path", "answer.txt"}})},
+                {{"usage", usage(100, 10)}}),
+           turn({edit_call("e2", "40", "42"),
+                 tool_call("w2", "write_file",
+                           {{"path", "coverage/keep.txt"}, {"content", "the model's\n"}})},
+                {{"usage", usage(100, 10)}}),
+           completing_turn("c2")}}});
+  const std::string validate =
+      "mkdir -p coverage __pycache__ && echo report > coverage/index.html && "
+      "echo bytecode > __pycache__/answer.cpython-311.pyc && echo obj > answer.o && "
+      "echo regenerated >> docs/notes.md && sh test.sh";
+  const json created = create({{"validate", validate}, {"max_iterations", 3}});
+  const std::string id = created["id"];
+  const json loop = wait_final(*daemon_, id);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  ASSERT_EQ(loop["iteration"], 2);
+
+  // The branch holds the model's work and nothing else.
+  const std::string branch = "loop/" + id;
+  const GitOutput names = git(repo_.path, {"diff", "--name-only", repo_.base_commit, branch, "--"});
+  ASSERT_EQ(names.exit_code, 0) << names.out;
+  EXPECT_EQ(lines(names.out), (std::vector<std::string>{"answer.txt", "coverage/keep.txt"}))
+      << names.out;
+  for (const std::string& commit : {branch + "~1", branch}) {
+    const GitOutput tree = git(repo_.path, {"ls-tree", "-r", "--name-only", commit});
+    EXPECT_EQ(tree.out.find("__pycache__"), std::string::npos) << commit << "\n" << tree.out;
+    EXPECT_EQ(tree.out.find("answer.o"), std::string::npos) << commit << "\n" << tree.out;
+    EXPECT_EQ(tree.out.find("coverage/index.html"), std::string::npos) << commit << "\n"
+                                                                       << tree.out;
+  }
+  EXPECT_EQ(git(repo_.path, {"show", branch + ":docs/notes.md"}).out,
+            "# Notes\n\nanswer: see test.sh\n");
+
+  // The worktree keeps the untracked by-products (builds stay warm) and has
+  // the tracked file back as committed.
+  const std::string worktree = loop["worktree"];
+  EXPECT_TRUE(exists(worktree + "/answer.o"));
+  EXPECT_TRUE(exists(worktree + "/coverage/index.html"));
+  EXPECT_EQ(read_bytes(worktree + "/docs/notes.md"), "# Notes\n\nanswer: see test.sh\n");
+
+  // The journal says what was kept out and put back.
+  const auto steps = read_transcript(*daemon_, id);
+  const auto validations = steps_of_kind(steps, "validation");
+  ASSERT_EQ(validations.size(), 2u);
+  const json& first = validations[0]["data"]["by_products"];
+  ASSERT_TRUE(first.is_object()) << validations[0].dump(2);
+  std::vector<std::string> kept = first["kept_out"];
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"__pycache__/", "answer.o", "coverage/"}));
+  EXPECT_EQ(first["restored"], json::array({"docs/notes.md"}));
+  const json& second = validations[1]["data"]["by_products"];
+  ASSERT_TRUE(second.is_object()) << validations[1].dump(2);
+  EXPECT_EQ(second["kept_out"], json::array());  // known already
+  EXPECT_EQ(second["restored"], json::array({"docs/notes.md"}));
+  const auto commits = steps_of_kind(steps, "committed");
+  ASSERT_EQ(commits.size(), 2u);
+  EXPECT_FALSE(commits[0]["data"].contains("left_out")) << commits[0].dump();
+  EXPECT_EQ(commits[1]["data"]["left_out_count"], 3) << commits[1].dump();
+}
+
+// ---- the user's uncommitted work ----------------------------------------------
+
+class UncommittedTest : public LoopCheckoutTest {
+ protected:
+  // answer.txt fixed but not committed, a staged change and an untracked file.
+  void dirty_the_checkout() {
+    write_file(repo_.path + "/answer.txt", "42\n");
+    write_file(repo_.path + "/docs/guide.md", "# Guide\n\nstaged\n");
+    ASSERT_EQ(git(repo_.path, {"add", "docs/guide.md"}).exit_code, 0);
+    write_file(repo_.path + "/extra.txt", "untracked\n");
+    status_before_ = git(repo_.path, {"status", "--porcelain"}).out;
+    index_before_ = read_bytes(repo_.path + "/.git/index");
+    head_before_ = read_bytes(repo_.path + "/.git/HEAD");
+  }
+  void expect_checkout_untouched() {
+    EXPECT_EQ(git(repo_.path, {"status", "--porcelain"}).out, status_before_);
+    EXPECT_EQ(read_bytes(repo_.path + "/.git/index"), index_before_);
+    EXPECT_EQ(read_bytes(repo_.path + "/.git/HEAD"), head_before_);
+    EXPECT_EQ(git(repo_.path, {"rev-parse", "HEAD"}).out, repo_.base_commit + "\n");
+    EXPECT_EQ(read_bytes(repo_.path + "/answer.txt"), "42\n");
+    EXPECT_EQ(read_bytes(repo_.path + "/extra.txt"), "untracked\n");
+  }
+  std::string status_before_, index_before_, head_before_;
+};
+
+TEST_F(UncommittedTest, WithoutTheFlagTheLoopStartsFromHeadAndSaysWhatItLeavesOut) {
+  start({{"scripted", {completing_turn("c1")}}});
+  dirty_the_checkout();
+  const json created = create({{"max_iterations", 1}});
+  EXPECT_EQ(created["base_commit"], repo_.base_commit);
+  EXPECT_EQ(created["uncommitted"]["included"], false);
+  EXPECT_EQ(created["uncommitted"]["paths"],
+            json::array({"answer.txt", "docs/guide.md", "extra.txt"}));
+  const json loop = wait_final(*daemon_, created["id"]);
+  // The fix was not in the worktree: the validation failed on HEAD's 41.
+  EXPECT_EQ(loop["status"], "failed") << loop.dump(2);
+  EXPECT_FALSE(exists(loop["worktree"].get<std::string>() + "/extra.txt"));
+  expect_checkout_untouched();
+}
+
+TEST_F(UncommittedTest, IncludeUncommittedStartsFromASnapshotAndLeavesTheCheckoutAlone) {
+  start({{"scripted", {completing_turn("c1")}}});
+  dirty_the_checkout();
+  const json created = create({{"max_iterations", 1}, {"include_uncommitted", true}});
+  const std::string base = created["base_commit"];
+  EXPECT_NE(base, repo_.base_commit);
+  EXPECT_EQ(git(repo_.path, {"rev-parse", base + "^"}).out, repo_.base_commit + "\n");
+  EXPECT_EQ(created["uncommitted"]["included"], true);
+  const json loop = wait_final(*daemon_, created["id"]);
+  EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+  const std::string worktree = loop["worktree"];
+  EXPECT_EQ(read_bytes(worktree + "/extra.txt"), "untracked\n");
+  EXPECT_EQ(read_bytes(worktree + "/docs/guide.md"), "# Guide\n\nstaged\n");
+  expect_checkout_untouched();
+  // loop.diff: from the user's branch, with the snapshot as its base.
+  const json diff = daemon_->call("loop.diff", {{"id", created["id"]}, {"stat_only", true}});
+  EXPECT_EQ(diff["from_branch"], "main") << diff.dump();
+  EXPECT_EQ(diff["include_uncommitted"], true);
+
+  // It starts from the checkout as it is: a base cannot go with it.
+  const Error refused = refusal("loop.create", {{"type", "code"},
+                                                {"task", kSampleTask},
+                                                {"repo", repo_.path},
+                                                {"validate", "true"},
+                                                {"base", "main"},
+                                                {"include_uncommitted", true}});
+  EXPECT_NE(refused.message.find("include_uncommitted"), std::string::npos) << refused.message;
+}
+
+TEST_F(LoopCheckoutTest, LoopDiffNamesTheBranchTheLoopStartedFrom) {
+  start({{"scripted", {completing_turn("c1")}}});
+  const json created = create({{"max_iterations", 1}});
+  wait_final(*daemon_, created["id"]);
+  const json diff = daemon_->call("loop.diff", {{"id", created["id"]}, {"stat_only", true}});
+  EXPECT_EQ(diff["from_branch"], "main") << diff.dump();
+}
+
+TEST_F(LoopCheckoutTest, ALinkedWorktreeAsTheRepositoryIsRefusedWithTheCommandThatWorks) {
+  start({{"scripted", {completing_turn("c1")}}});
+  const std::string linked = daemon_->worktree() + "/linked";
+  ASSERT_EQ(git(repo_.path, {"worktree", "add", "-q", "-b", "feature", linked}).exit_code, 0);
+  const Error refused =
+      refusal("loop.create",
+              {{"type", "code"}, {"task", kSampleTask}, {"repo", linked}, {"validate", "true"}});
+  EXPECT_NE(refused.message.find("linked worktree of " + repo_.path), std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("branch feature"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.hint.find("--repo " + repo_.path + " --base feature"), std::string::npos)
+      << refused.hint;
+}
+
+// ---- validations that cannot hold everything up ----------------------------------
+
+TEST_F(LoopCheckoutTest, AHangingValidationStopsAtTheLoopsLimitAndKeepsWhatItPrinted) {
+  start({{"scripted", {completing_turn("c1")}}});
+  const json created = create({{"validate", "echo before-the-hang; sleep 600"},
+                               {"validate_timeout_s", 2},
+                               {"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 60s);
+  EXPECT_EQ(loop["status"], "failed") << loop.dump(2);
+  const std::string output = loop["last_validation"]["output"];
+  EXPECT_NE(output.find("before-the-hang"), std::string::npos) << output;
+  EXPECT_NE(output.find("--validate-timeout 2"), std::string::npos) << output;
+  EXPECT_EQ(loop["last_validation"]["passed"], false);
+
+  const Error bad = refusal("loop.create", {{"type", "code"},
+                                            {"task", kSampleTask},
+                                            {"repo", repo_.path},
+                                            {"validate", "true"},
+                                            {"validate_timeout_s", 0}});
+  EXPECT_NE(bad.message.find("validate_timeout_s"), std::string::npos) << bad.message;
+}
+
+// Loop A's validation holds the heavy lane's one slot until the test lets
+// it go; loop B's validation waits, and says so with its place.
+TEST_F(LoopCheckoutTest, AValidationWaitingForTheHeavySlotShowsItsPlace) {
+  start({{"a", {completing_turn("a1")}}, {"b", {completing_turn("b1")}}});
+  const json a = create(
+      {{"provider", "a"},
+       {"validate", "echo x > held; while [ ! -e release ]; do sleep 0.05; done; sh test.sh"},
+       {"max_iterations", 1}});
+  const std::string a_worktree = a["worktree"];
+  ASSERT_TRUE(wait_for_file(a_worktree + "/held", 30s));
+
+  EventLog events(*daemon_, {"tool"});
+  const json b = create({{"provider", "b"}, {"max_iterations", 1}});
+  const std::string b_id = b["id"];
+  const auto queued = events.wait_for([&](const proto::Event& event) {
+    return event.event == "tool.queued" && event.data.value("loop_id", "") == b_id;
+  });
+  ASSERT_TRUE(queued) << "no tool.queued for " << b_id;
+  const json& data = events.events()[*queued].data;
+  EXPECT_EQ(data["tool"], "validate");
+  EXPECT_EQ(data["lane"], "heavy");
+  EXPECT_EQ(data["ahead"], 0);
+  EXPECT_EQ(data["slots"], 1);
+  EXPECT_EQ(data["running"], 1);
+  const json waiting = get_loop(*daemon_, b_id);
+  ASSERT_TRUE(waiting["validating"].is_object()) << waiting.dump(2);
+  EXPECT_EQ(waiting["validating"]["waiting"]["lane"], "heavy") << waiting.dump(2);
+  EXPECT_EQ(waiting["validating"]["waiting"]["ahead"], 0);
+
+  write_file(a_worktree + "/release", "");
+  EXPECT_EQ(wait_final(*daemon_, a["id"])["status"], "failed");  // 41: the test fails
+  const json b_loop = wait_final(*daemon_, b_id);
+  EXPECT_EQ(b_loop["status"], "failed");
+  EXPECT_FALSE(b_loop.contains("validating"));
+}
+
+TEST_F(LoopCheckoutTest, TheCutMarkerOfALongValidationCountsTheWholeOutput) {
+  start({{"scripted", {completing_turn("c1")}}});
+  // 200,000 lines of 10 bytes: 2,000,000 bytes, far past the tool's cap.
+  const json created = create(
+      {{"validate", "i=0; while [ $i -lt 200000 ]; do echo 123456789; i=$((i+1)); done; exit 1"},
+       {"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 120s);
+  const std::string output = loop["last_validation"]["output"];
+  EXPECT_NE(output.find(" bytes cut (2000000 in all) ...]"), std::string::npos)
+      << output.substr(3900, 300);
+}
+
+}  // namespace
+}  // namespace loopr::test
