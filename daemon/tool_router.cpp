@@ -414,9 +414,12 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (!hosted && lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
-  active_[call_id] =
-      ActiveCall{tool->lane, request.client_id, request.loop_id,
-                 hosted ? std::make_shared<llm::CancelToken>() : nullptr, request.parent_call_id};
+  active_[call_id] = ActiveCall{tool->lane,
+                                request.client_id,
+                                request.loop_id,
+                                hosted ? std::make_shared<llm::CancelToken>() : nullptr,
+                                request.parent_call_id,
+                                tool->name};
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
@@ -492,6 +495,21 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // A read-only call changes nothing, so one whose runner died under it is
   // run once more on the restarted runner instead of failing (issue 12).
   const JobHandling handling{.retry_on_runner_death = tool->tier == config::SafetyTier::read_only};
+  {
+    // No slot free: say so, with the place in the queue (issue 25: a loop
+    // that only said "validating" for minutes while another held the slot).
+    const json lane_status = lane->second->status_json();
+    const std::uint64_t in_flight = lane_status.value("in_flight", std::uint64_t{0});
+    const std::uint64_t slots = lane_status.value("slots", std::uint64_t{1});
+    if (in_flight >= slots) {
+      json queued_event = {
+          {"call_id", call_id}, {"tool", tool->name},
+          {"lane", tool->lane}, {"ahead", lane_status.value("queued", std::uint64_t{0})},
+          {"slots", slots},     {"running", in_flight}};
+      if (!request.loop_id.empty()) queued_event["loop_id"] = request.loop_id;
+      events_.publish("tool.queued", std::move(queued_event));
+    }
+  }
   LaneReply reply = co_await lane->second->run(std::move(job), handling);
   if (!token.empty()) egress_->forget(token);
   active_.erase(call_id);
@@ -691,6 +709,25 @@ std::size_t ToolRouter::cancel_calls_of_parent(const std::string& call_id) {
   for (const std::string& id : ids)
     if (cancel(id)) ++cancelled;
   return cancelled;
+}
+
+json ToolRouter::waiting_call_of_loop(const std::string& loop_id) const {
+  if (loop_id.empty()) return nullptr;
+  for (const auto& [id, active] : active_) {
+    if (active.loop_id != loop_id) continue;
+    auto lane = lanes_.find(active.lane);
+    if (lane == lanes_.end()) continue;
+    const std::optional<std::size_t> ahead = lane->second->jobs_ahead(id);
+    if (!ahead) continue;
+    const json status = lane->second->status_json();
+    return {{"call_id", id},
+            {"tool", active.tool},
+            {"lane", active.lane},
+            {"ahead", *ahead},
+            {"slots", status.value("slots", 0)},
+            {"running", status.value("in_flight", 0)}};
+  }
+  return nullptr;
 }
 
 std::string ToolRouter::loop_of_call(const std::string& call_id) const {

@@ -157,6 +157,10 @@ class ToolRouter {
   std::size_t cancel_calls_of_parent(const std::string& call_id);
   // The loop a running call belongs to (empty: none or unknown).
   std::string loop_of_call(const std::string& call_id) const;
+  // A call of `loop_id` that waits for a lane slot: {call_id, tool, lane,
+  // ahead (jobs queued before it), slots, running (the lane's jobs in
+  // flight)}; null when none waits.
+  nlohmann::json waiting_call_of_loop(const std::string& loop_id) const;
   // What a successful call's `output` tells read-before-edit tracking (the
   // content hash a read, write or edit saw; a delete forgets), recorded for
   // `session` in `worktree` (a realpath). Done for every call the router
@@ -219,6 +223,7 @@ class ToolRouter {
     std::string loop_id;
     std::shared_ptr<llm::CancelToken> cancel;  // hosted calls
     std::string parent_call_id;
+    std::string tool;
   };
   std::map<std::string, ActiveCall> active_;  // call id → running call
   std::map<std::string, HostedTool> hosted_;  // tool → its code in looprd
