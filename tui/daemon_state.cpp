@@ -122,6 +122,12 @@ bool DaemonState::open_detail(const std::string& loop_id) {
   return true;
 }
 
+const ToolCallRecord* DaemonState::waiting_call(const std::string& loop_id) const {
+  for (auto it = tool_calls_.rbegin(); it != tool_calls_.rend(); ++it)
+    if (it->loop_id == loop_id && it->waiting_ahead) return &*it;
+  return nullptr;
+}
+
 void DaemonState::apply_tool_event(const proto::Event& event, std::int64_t now_ms) {
   const json& data = event.data;
   const std::string call_id = string_of(data, "call_id");
@@ -142,9 +148,13 @@ void DaemonState::apply_tool_event(const proto::Event& event, std::int64_t now_m
     tool_calls_.push_back(std::move(fresh));
   } else if (record == nullptr) {
     return;
+  } else if (event.event == "tool.queued") {
+    record->waiting_ahead = integer_of(data, "ahead");
   } else if (event.event == "tool.output") {
     record->output_bytes += string_of(data, "data").size();
+    record->waiting_ahead.reset();
   } else if (event.event == "tool.finished") {
+    record->waiting_ahead.reset();
     record->status = string_of(data, "status");
     record->ok = member(data, "ok") != json(false);
     if (number_of(member(data, "duration_ms")))

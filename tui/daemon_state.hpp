@@ -42,6 +42,9 @@ struct ToolCallRecord {
   std::optional<std::int64_t> duration_ms;
   std::int64_t started_at_ms = 0;  // wall clock when the TUI saw it start
   std::uint64_t output_bytes = 0;  // tool.output seen, counted not kept
+  // Set by tool.queued (every slot of its lane was busy): the calls that
+  // waited before it; cleared once it prints or finishes.
+  std::optional<std::int64_t> waiting_ahead;
 };
 
 struct LaneFigures {
@@ -108,6 +111,8 @@ class DaemonState {
 
   // ---- tool calls, newest last ----
   const std::deque<ToolCallRecord>& tool_calls() const { return tool_calls_; }
+  // The newest call of `loop_id` still waiting for a lane slot, or null.
+  const ToolCallRecord* waiting_call(const std::string& loop_id) const;
 
   // ---- the followed loop ----
   LoopDetail* detail() { return detail_ ? &*detail_ : nullptr; }

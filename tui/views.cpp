@@ -111,6 +111,17 @@ std::size_t index_of(const std::vector<T>& items, const std::string& id) {
 
 // ---- header ----
 
+// "validate is waiting for a heavy slot (2 ahead)" while a call of the loop
+// waits for its lane (tool.queued); "" otherwise.
+std::string waiting_cell(const DaemonState& state, const std::string& loop_id) {
+  const ToolCallRecord* waiting = state.waiting_call(loop_id);
+  if (waiting == nullptr) return "";
+  return printable(waiting->tool) + " is waiting for a " + printable(waiting->lane) + " slot (" +
+         (*waiting->waiting_ahead > 0 ? std::to_string(*waiting->waiting_ahead) + " ahead"
+                                      : std::string("next in line")) +
+         ")";
+}
+
 Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, bool short_form) {
   Lines out;
   Line first;
@@ -386,6 +397,9 @@ Lines loops_body(const DaemonState& state, UiState& ui, std::size_t width, std::
     first.add("  " + client::first_line(string_of(loop, "task"), 400));
     out.push_back(fitted(first, width));
     std::string why = string_of(loop, "queue_reason");
+    if (const std::string waiting = waiting_cell(state, string_of(loop, "id")); !waiting.empty()) {
+      why = waiting;
+    }
     if (why.empty()) why = string_of(loop, "status_reason");
     out.push_back(fitted(Line(why.empty() ? "" : client::first_line(why, 400), Style::dim), width));
     const json& validation = member(loop, "last_validation");
@@ -560,8 +574,8 @@ Lines tools_body(const DaemonState& state, UiState& ui, std::size_t width, std::
 
 // ---- detail ----
 
-Lines detail_header(const DaemonState& state, const UiState& ui, std::size_t width,
-                    std::int64_t now_ms) {
+Lines detail_header_lines(const DaemonState& state, const UiState& ui, std::size_t width,
+                          std::int64_t now_ms) {
   Lines out;
   const json* listed = state.find_loop(ui.detail_loop);
   const LoopDetail* detail = state.detail();
@@ -600,6 +614,16 @@ Lines detail_header(const DaemonState& state, const UiState& ui, std::size_t wid
   out.push_back(
       fitted(Line("task " + client::first_line(string_of(loop, "task"), 400), Style::dim), width));
   return out;
+}
+
+Lines detail_header(const DaemonState& state, const UiState& ui, std::size_t width,
+                    std::int64_t now_ms) {
+  if (const std::string waiting = waiting_cell(state, ui.detail_loop); !waiting.empty()) {
+    Lines out = detail_header_lines(state, ui, width, now_ms);
+    if (!out.empty()) out.insert(out.begin() + 1, fitted(Line(waiting, Style::bad), width));
+    return out;
+  }
+  return detail_header_lines(state, ui, width, now_ms);
 }
 
 }  // namespace

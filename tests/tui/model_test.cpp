@@ -346,6 +346,37 @@ TEST(Views, ApprovalsShowTheCallAndThePlansMarkdown) {
   EXPECT_NE(text.find("- spec two: docs"), std::string::npos) << text;
 }
 
+// A validation that finds the heavy slot busy (tool.queued) shows its place
+// in the loop's detail header until it prints or finishes.
+TEST(Views, AValidationWaitingForItsLaneShowsItsPlace) {
+  DaemonState state = plan_state();
+  state.apply_event(
+      event("tool.started",
+            {{"call_id", "c-20"}, {"tool", "validate"}, {"lane", "heavy"}, {"loop_id", "c2"}}),
+      0);
+  state.apply_event(event("tool.queued", {{"call_id", "c-20"},
+                                          {"tool", "validate"},
+                                          {"lane", "heavy"},
+                                          {"loop_id", "c2"},
+                                          {"ahead", 2},
+                                          {"slots", 1},
+                                          {"running", 1}}),
+                    0);
+  ASSERT_NE(state.waiting_call("c2"), nullptr);
+  EXPECT_EQ(state.waiting_call("c2")->waiting_ahead, 2);
+  state.open_detail("c2");
+  state.detail()->load_transcript(json::array());
+  UiState ui;
+  ui.pane = Pane::detail;
+  ui.detail_loop = "c2";
+  std::string text = screen_text(compose(state, ui, {80, 24}, 3000));
+  EXPECT_NE(text.find("validate is waiting for a heavy slot (2 ahead)"), std::string::npos) << text;
+  state.apply_event(event("tool.output", {{"call_id", "c-20"}, {"data", "building\n"}}), 0);
+  EXPECT_EQ(state.waiting_call("c2"), nullptr);
+  text = screen_text(compose(state, ui, {80, 24}, 3000));
+  EXPECT_EQ(text.find("waiting for a heavy slot"), std::string::npos) << text;
+}
+
 TEST(Views, DetailFoldsLongOutputAndFollowsTheEnd) {
   DaemonState state = plan_state();
   state.open_detail("c2");
