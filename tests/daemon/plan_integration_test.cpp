@@ -287,7 +287,7 @@ TEST_F(PlanTest, InvalidPlansAndSpecsGoBackToTheModelNamingTheRuleAndItCorrectsT
       // malformed_call_limit 3): the cycle comes in the next one.
       keyed("p1", create_plan_turn({plan_spec("a", {"b"}), plan_spec("b", {"a"})})),
       keyed("p1", create_plan_turn({plan_spec("answer")})),
-      keyed("p1-s1", create_spec_turn("answer", {"one", "two"})),
+      keyed("p1-s1", create_spec_turn("answer", {"a", "b", "c", "d", "e", "f", "g", "h"})),
       keyed("p1-s1", create_spec_turn("answer", {"one", "two", "three"})),
   };
   start(lines);
@@ -309,7 +309,7 @@ TEST_F(PlanTest, InvalidPlansAndSpecsGoBackToTheModelNamingTheRuleAndItCorrectsT
   EXPECT_EQ(plan["artifact"]["specs"].size(), 1u);
   EXPECT_EQ(plan["artifact"]["specs"][0]["name"], "answer");
 
-  // The spec loop: two phases are refused, three accepted.
+  // The spec loop: eight phases are refused (1 to 7), three accepted.
   EventLog created(*daemon_, {"loop.created"});
   daemon_->call("plan.approve", {{"id", id}});
   const json spec = wait_status(*daemon_, "p1-s1", [](const std::string& status) {
@@ -319,7 +319,7 @@ TEST_F(PlanTest, InvalidPlansAndSpecsGoBackToTheModelNamingTheRuleAndItCorrectsT
   const auto results = steps_of_kind(read_transcript(*daemon_, "p1-s1"), "tool_results");
   ASSERT_GE(results.size(), 2u);
   const std::string refused = results[0]["data"]["results"][0]["content"];
-  EXPECT_NE(refused.find("3"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("7"), std::string::npos) << refused;
   EXPECT_EQ(get_loop(*daemon_, "p1-s1")["artifact"]["phases"].size(), 3u);
   // Its children are made once it waits (after its branch's commit is read).
   EXPECT_TRUE(created.wait_for(
