@@ -193,7 +193,7 @@ TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
   EXPECT_EQ(required("create_plan"), (Set{"title", "overview", "specs"}));
   EXPECT_EQ(c.find("create_plan")->input_schema["properties"]["specs"]["maxItems"], 10);
   EXPECT_EQ(required("create_spec"), (Set{"name", "title", "overview", "phases"}));
-  EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["minItems"], 3);
+  EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["minItems"], 1);
   EXPECT_EQ(c.find("create_spec")->input_schema["properties"]["phases"]["maxItems"], 7);
   EXPECT_EQ(required("create_phase"),
             (Set{"name", "title", "objective", "tasks", "validation_command"}));
