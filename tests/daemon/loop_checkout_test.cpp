@@ -66,23 +66,10 @@ std::vector<std::string> lines(const std::string& text) {
 
 class LoopCheckoutTest : public ::testing::Test {
  protected:
-  struct Session {
-    std::string provider = "scripted";
-    std::vector<json> turns;
-  };
+  using Session = ScriptedSession;
 
   void start(const std::vector<Session>& sessions, const std::string& extra_toml = {}) {
-    std::vector<ScriptedProviderEntry> providers;
-    for (const Session& session : sessions) {
-      const std::string path = scripts_.path(session.provider + ".jsonl");
-      write_session(path, session.turns);
-      providers.push_back({session.provider, path, 0});
-    }
-    DaemonOptions options;
-    options.extra_toml = scripted_toml(providers) + extra_toml;
-    daemon_ = std::make_unique<DaemonHarness>(options);
-    repo_ = make_sample_repo(daemon_->worktree());
-    daemon_->start();
+    daemon_ = start_scripted_looprd(scripts_, sessions, extra_toml, repo_);
   }
 
   json create(json params = json::object()) { return create_loop(*daemon_, repo_.path, params); }

@@ -65,6 +65,24 @@ SampleRepo make_sample_repo(const std::string& path) {
   return repo;
 }
 
+std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
+                                                     const std::vector<ScriptedSession>& sessions,
+                                                     const std::string& extra_toml,
+                                                     SampleRepo& repo) {
+  std::vector<ScriptedProviderEntry> providers;
+  for (const ScriptedSession& session : sessions) {
+    const std::string path = scripts.path(session.provider + ".jsonl");
+    write_session(path, session.turns);
+    providers.push_back({session.provider, path, session.max_tokens});
+  }
+  DaemonOptions options;
+  options.extra_toml = scripted_toml(providers) + extra_toml;
+  auto daemon = std::make_unique<DaemonHarness>(options);
+  repo = make_sample_repo(daemon->worktree());
+  daemon->start();
+  return daemon;
+}
+
 // ---- git ---------------------------------------------------------------------
 
 GitOutput git(const std::string& repo, const std::vector<std::string>& args) {

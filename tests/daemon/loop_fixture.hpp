@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -88,6 +89,21 @@ struct ScriptedProviderEntry {
 // [providers.NAME] kind="scripted" with model "test-model" for each, the
 // first one as [llm] provider, and [prices."test-model"].
 std::string scripted_toml(const std::vector<ScriptedProviderEntry>& providers);
+
+// One scripted provider's session: the turns it answers, in order.
+struct ScriptedSession {
+  std::string provider = "scripted";
+  std::vector<nlohmann::json> turns;
+  std::int64_t max_tokens = 0;
+};
+
+// Writes each session into `scripts`, then starts looprd with them as its
+// providers (the first is the default) plus `extra_toml`, and the sample
+// project (returned in `repo`) in its worktree root.
+std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
+                                                     const std::vector<ScriptedSession>& sessions,
+                                                     const std::string& extra_toml,
+                                                     SampleRepo& repo);
 
 // ---- loops over the control socket ---------------------------------------------
 

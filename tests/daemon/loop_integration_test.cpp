@@ -16,11 +16,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-struct Session {
-  std::string provider = "scripted";
-  std::vector<json> turns;
-  std::int64_t max_tokens = 0;
-};
+using Session = ScriptedSession;
 
 json read_call(const std::string& id, const std::string& path = "answer.txt") {
   return tool_call(id, "read_file", {{"path", path}});
@@ -47,17 +43,7 @@ class LoopTest : public ::testing::Test {
   // Starts looprd with one scripted provider per session (the first is the
   // default) and the sample project in its worktree root.
   void start(const std::vector<Session>& sessions, const std::string& extra_toml = {}) {
-    std::vector<ScriptedProviderEntry> providers;
-    for (const Session& session : sessions) {
-      const std::string path = scripts_.path(session.provider + ".jsonl");
-      write_session(path, session.turns);
-      providers.push_back({session.provider, path, session.max_tokens});
-    }
-    DaemonOptions options;
-    options.extra_toml = scripted_toml(providers) + extra_toml;
-    daemon_ = std::make_unique<DaemonHarness>(options);
-    repo_ = make_sample_repo(daemon_->worktree());
-    daemon_->start();
+    daemon_ = start_scripted_looprd(scripts_, sessions, extra_toml, repo_);
   }
 
   json create(json params = json::object()) { return create_loop(*daemon_, repo_.path, params); }
