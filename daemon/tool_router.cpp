@@ -168,6 +168,46 @@ void relativize_path(json& args, const std::string& given_worktree) {
   if (relative) *it = *relative;
 }
 
+// The job's result says which loopr limit ended it (the runner's memory
+// cgroup or timeout): in the tool's JSON result as `limit`, and in the
+// error the model reads when there is no JSON result.
+void add_limit(ToolCallOutcome& outcome, const proto::LimitHit& limit) {
+  const json hit = {{"name", limit.name},
+                    {"key", limit.key},
+                    {"value", limit.value},
+                    {"unit", limit.unit},
+                    {"message", limit.message}};
+  if (outcome.output.is_object()) outcome.output["limit"] = hit;
+  if (outcome.error) {
+    if (!outcome.output.is_object()) outcome.error->message += "; " + limit.message;
+    if (!outcome.error->details.is_object()) outcome.error->details = json::object();
+    outcome.error->details["limit"] = hit;
+  }
+}
+
+// What the egress proxy refused during the call, as `egress_refused` in its
+// result (or the error's details): npm's "403 Forbidden" alone does not say
+// which rule or which key would allow the host.
+void add_egress_refusals(ToolCallOutcome& outcome,
+                         const std::vector<egress::NetConnection>& refused) {
+  if (refused.empty()) return;
+  json list = json::array();
+  for (const egress::NetConnection& connection : refused) {
+    json entry = {{"host", connection.host},
+                  {"port", connection.port},
+                  {"rule", connection.rule},
+                  {"message", connection.message}};
+    if (!connection.allow_key.empty()) entry["allow_key"] = connection.allow_key;
+    list.push_back(std::move(entry));
+  }
+  if (outcome.output.is_object()) {
+    outcome.output["egress_refused"] = std::move(list);
+  } else if (outcome.error) {
+    if (!outcome.error->details.is_object()) outcome.error->details = json::object();
+    outcome.error->details["egress_refused"] = std::move(list);
+  }
+}
+
 }  // namespace
 
 json ToolCallOutcome::to_json() const {
@@ -261,6 +301,7 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
                                  "looprd's log say more");
       break;
   }
+  if (result.limit) add_limit(outcome, *result.limit);
   return outcome;
 }
 
@@ -511,12 +552,14 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     }
   }
   LaneReply reply = co_await lane->second->run(std::move(job), handling);
-  if (!token.empty()) egress_->forget(token);
+  const std::vector<egress::NetConnection> refused =
+      token.empty() ? std::vector<egress::NetConnection>() : egress_->forget(token);
   active_.erase(call_id);
 
   // 6. outcome, read tracking, record
   ToolCallOutcome done = outcome_from_job(reply.result, *tool);
   if (reply.link_error) done.error = std::move(*reply.link_error);
+  add_egress_refusals(done, refused);
   done.call_id = call_id;
   done.tool = tool->name;
   done.lane = tool->lane;

@@ -29,8 +29,9 @@ struct LaneDomainRules {
 };
 
 struct Refusal {
-  std::string rule;     // "deny_domains", "allow_domains", "loopback", "private", ...
-  std::string message;  // one line: what was refused, why, and how to allow it
+  std::string rule;            // "deny_domains", "allow_domains", "loopback", "private", ...
+  std::string message;         // one line: what was refused, why, and how to allow it
+  std::string allow_key = {};  // the loopr.toml key that would allow it
 };
 
 class EgressPolicy {

@@ -81,6 +81,7 @@ struct ProxyState {
   struct Call {
     std::string id;
     std::vector<NetworkRange> also_allowed;
+    std::vector<NetConnection> refused = {};
   };
   std::mutex tokens_mutex;
   std::map<std::string, Call> calls_by_token;
@@ -90,6 +91,17 @@ struct ProxyState {
     std::lock_guard lock(tokens_mutex);
     const auto found = calls_by_token.find(token);
     return found == calls_by_token.end() ? Call{} : found->second;
+  }
+
+  // Kept for the call of `token` (EgressProxy::forget), if it has one.
+  void keep_refusal(const std::string& token, const NetConnection& connection) {
+    if (token.empty() || connection.allowed || connection.rule == "bad_request") return;
+    std::lock_guard lock(tokens_mutex);
+    const auto found = calls_by_token.find(token);
+    if (found == calls_by_token.end()) return;
+    if (found->second.refused.size() < EgressProxy::kMaxRefusalsKept) {
+      found->second.refused.push_back(connection);
+    }
   }
 
   void report(const NetConnection& connection) {
@@ -160,10 +172,13 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
 
   NetConnection record;
   record.lane = lane;
-  auto refuse = [&](int status, const char* reason, std::string rule,
-                    std::string message) -> awaitable<void> {
+  std::string token;  // the job's, once the head is read
+  auto refuse = [&](int status, const char* reason, std::string rule, std::string message,
+                    std::string allow_key = {}) -> awaitable<void> {
     record.rule = std::move(rule);
     record.message = std::move(message);
+    record.allow_key = std::move(allow_key);
+    state->keep_refusal(token, record);
     state->report(record);
     co_await reply(client, proxy_response(status, reason, record.rule, record.message));
   };
@@ -187,10 +202,11 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
   }
   record.host = request->host;
   record.port = request->port;
+  token = request->token;
   const ProxyState::Call call = state->call_for(request->token);
   record.call_id = call.id;
   if (auto refusal = state->policy.judge_name(lane, request->host, request->port)) {
-    co_await refuse(403, "Forbidden", refusal->rule, refusal->message);
+    co_await refuse(403, "Forbidden", refusal->rule, refusal->message, refusal->allow_key);
     co_return;
   }
 
@@ -245,7 +261,8 @@ awaitable<void> serve_connection(std::shared_ptr<ProxyState> state, std::string 
   }
   if (!chosen) {
     if (first_refusal) {
-      co_await refuse(403, "Forbidden", first_refusal->rule, first_refusal->message);
+      co_await refuse(403, "Forbidden", first_refusal->rule, first_refusal->message,
+                      first_refusal->allow_key);
     } else {
       co_await refuse(502, "Bad Gateway", "unresolved",
                       "loopr's egress proxy found no address for " + request->host);
@@ -369,9 +386,13 @@ void EgressProxy::attribute(const std::string& token, const std::string& call_id
   state_->calls_by_token[token] = {call_id, std::move(also_allowed)};
 }
 
-void EgressProxy::forget(const std::string& token) {
+std::vector<NetConnection> EgressProxy::forget(const std::string& token) {
   std::lock_guard lock(state_->tokens_mutex);
-  state_->calls_by_token.erase(token);
+  const auto found = state_->calls_by_token.find(token);
+  if (found == state_->calls_by_token.end()) return {};
+  std::vector<NetConnection> refused = std::move(found->second.refused);
+  state_->calls_by_token.erase(found);
+  return refused;
 }
 
 void EgressProxy::stop() {

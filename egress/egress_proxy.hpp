@@ -47,6 +47,7 @@ struct NetConnection {
   // "bad_request" for a head that is not a proxy request.
   std::string rule;
   std::string message;           // the refusal or failure, as the job heard it
+  std::string allow_key;         // a policy refusal: the loopr.toml key that would allow it
   std::uint64_t bytes_sent = 0;  // job -> server
   std::uint64_t bytes_received = 0;
 };
@@ -88,7 +89,11 @@ class EgressProxy {
   // name rules still apply.
   void attribute(const std::string& token, const std::string& call_id,
                  std::vector<NetworkRange> also_allowed = {});
-  void forget(const std::string& token);
+  // Ends the attribution; returns the connections of the call that the
+  // proxy refused or could not make (a bad request head aside), at most
+  // kMaxRefusalsKept, first ones first, so the call's result can say why.
+  std::vector<NetConnection> forget(const std::string& token);
+  static constexpr std::size_t kMaxRefusalsKept = 16;
   // Closes every listener and connection.
   void stop();
 

@@ -103,8 +103,8 @@ std::string command_view(const json& output) {
   }
   // A loopr limit that stopped the command (the output cap shows above),
   // and each connection the egress proxy refused, with the key to allow it.
-  if (const json limit = output.value("limit", json()); limit.is_object() &&
-                                                         text_of(limit, "name") != "output") {
+  if (const json limit = output.value("limit", json());
+      limit.is_object() && text_of(limit, "name") != "output") {
     add_line(out, "limit: " + text_of(limit, "message"));
   }
   for (const json& refused : output.value("egress_refused", json::array())) {

@@ -1034,6 +1034,43 @@ TEST(DaemonEgress, NetLaneCommandsReachAnAllowedTargetAndAreRefusedOnLoopbackWit
   EXPECT_EQ(metrics["egress"][0]["refused_by"]["loopback"], 2);
 }
 
+// Issue 25: a client that shows only "403" of a refused CONNECT (curl, npm)
+// leaves the model guessing; the command's result carries the proxy's
+// reason for each refused connection of the call, with the key that would
+// allow it, and nothing of another call's.
+TEST(DaemonEgress, ACommandsResultCarriesTheProxysReasonForEachRefusedConnection) {
+  HttpTestServer host_only;
+  host_only.route("/", {200, "text/plain", "host secret", ""});
+  DaemonOptions options;
+  options.extra_toml = "[egress.lanes.net]\ndeny_domains = [\"blocked.example\"]\n";
+  DaemonHarness daemon(options);
+  daemon.start();
+  const std::string port = std::to_string(host_only.port());
+  const json refused =
+      daemon.tool("run_command", {{"command", "curl -sS --noproxy '' https://127.0.0.1:" + port +
+                                                  "/; curl -sS https://blocked.example/"}});
+  const json list = refused["output"]["egress_refused"];
+  ASSERT_EQ(list.size(), 2u) << refused.dump() << daemon.log();
+  EXPECT_EQ(list[0]["host"], "127.0.0.1");
+  EXPECT_EQ(list[0]["port"], host_only.port());
+  EXPECT_EQ(list[0]["rule"], "loopback");
+  EXPECT_EQ(list[0]["allow_key"], "[egress] allowed_networks");
+  EXPECT_NE(list[0]["message"].get<std::string>().find(
+                "loopr's egress proxy refused 127.0.0.1:" + port + " (lane net)"),
+            std::string::npos);
+  EXPECT_EQ(list[1]["host"], "blocked.example");
+  EXPECT_EQ(list[1]["port"], 443);
+  EXPECT_EQ(list[1]["rule"], "deny_domains");
+  EXPECT_EQ(list[1]["allow_key"], "[egress.lanes.net] deny_domains");
+  // curl itself said only that the tunnel got a 403.
+  EXPECT_NE(refused["output"]["stderr"].get<std::string>().find("403"), std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(host_only.connections(), 0);
+  // A later call that the proxy refused nothing of carries no refusals.
+  const json quiet = daemon.tool("run_command", {{"command", "echo quiet"}});
+  EXPECT_FALSE(quiet["output"].contains("egress_refused")) << quiet.dump();
+}
+
 TEST(DaemonEgress, WebFetchsOwnAllowedNetworksApplyToItsCallsOnly) {
   HttpTestServer server("127.0.0.2");
   server.route("/", {200, "text/plain", "for web_fetch only", ""});

@@ -175,6 +175,27 @@ TEST(EgressProxy, PlainHttpToAnAllowedAddressIsRelayedAndReportedWithItsCall) {
   EXPECT_EQ(fixture.seen(2).at(1).call_id, "");
 }
 
+// Issue 25: forget() hands back what the proxy refused for the call, so the
+// call's result can say why; nothing of connections without its token.
+TEST(EgressProxy, ForgetReturnsTheCallsRefusalsWithTheKeyThatAllowsThem) {
+  HttpTestServer server;
+  server.route("/", {200, "text/plain", "secret", ""});
+  ProxyFixture fixture({});
+  fixture.proxy().attribute("abc123", "call-9");
+  const std::string port = std::to_string(server.port());
+  fixture.exchange("CONNECT 127.0.0.1:" + port + " HTTP/1.1\r\n" + kToken + "\r\n");
+  fixture.exchange("CONNECT 127.0.0.1:" + port + " HTTP/1.1\r\n\r\n");  // no token
+  fixture.seen(2);
+  const auto refused = fixture.proxy().forget("abc123");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].host, "127.0.0.1");
+  EXPECT_EQ(refused[0].rule, "loopback");
+  EXPECT_EQ(refused[0].allow_key, "[egress] allowed_networks");
+  EXPECT_EQ(refused[0].call_id, "call-9");
+  EXPECT_TRUE(fixture.proxy().forget("abc123").empty());
+  EXPECT_EQ(server.connections(), 0);
+}
+
 TEST(EgressProxy, AConnectTunnelCarriesBytesBothWays) {
   HttpTestServer server;
   server.route("/tunnelled", {200, "text/plain", "through the tunnel", ""});

@@ -47,6 +47,35 @@ TEST(ToolResultView, ACommandIsExitCodeDurationAndItsMergedOutput) {
   EXPECT_THAT(view, Not(HasSubstr("\"stdout\"")));  // not JSON
 }
 
+// Issue 25: the limit that stopped a command and each connection the egress
+// proxy refused reach the model, with the key that raises or allows them.
+TEST(ToolResultView, ALimitAndEgressRefusalsAreShownWithTheirKeys) {
+  const json refused = {{"host", "registry.npmjs.org"},
+                        {"port", 443},
+                        {"rule", "allow_domains"},
+                        {"allow_key", "[egress.lanes.net] allow_domains"},
+                        {"message",
+                         "loopr's egress proxy refused registry.npmjs.org:443 (lane net): the "
+                         "name is not in [egress.lanes.net] allow_domains of loopr.toml"}};
+  const json limit = {{"name", "memory"},
+                      {"key", "[lanes.net] memory_mb in loopr.toml"},
+                      {"value", 1024},
+                      {"unit", "MiB"},
+                      {"message", "a process of the job was killed for memory (1024 MiB)"}};
+  const std::string view =
+      full_view("run_command",
+                command_outcome("", "npm ERR! 403 Forbidden\n", 1,
+                                {{"limit", limit}, {"egress_refused", json::array({refused})}}));
+  EXPECT_THAT(view, HasSubstr("limit: a process of the job was killed for memory (1024 MiB)\n"));
+  EXPECT_THAT(view, HasSubstr("note: loopr's egress proxy refused registry.npmjs.org:443 (lane "
+                              "net): the name is not in [egress.lanes.net] allow_domains"));
+  // The output cap is said in the first line already, not again.
+  const std::string cut =
+      full_view("run_command",
+                command_outcome("a", "", 0, {{"limit", {{"name", "output"}, {"message", "X"}}}}));
+  EXPECT_THAT(cut, Not(HasSubstr("limit: X")));
+}
+
 TEST(ToolResultView, WithoutAMergedOutputStderrFollowsStdout) {
   const std::string view = full_view("test", command_outcome("passed 3\n", "warning: x\n", 0));
   EXPECT_THAT(view, HasSubstr("passed 3\n--- stderr ---\nwarning: x\n"));
