@@ -314,6 +314,15 @@ struct LoopHealthSettings {
   std::int64_t malformed_call_limit = 3;
 };
 
+// What a new loop worktree needs before its first iteration: `include`,
+// patterns of the user's checkout's ignored or untracked files brought into
+// it; `setup`, a command run once in it. Set in [worktrees], per repository
+// in [[repositories]] worktrees, or by a trusted .loopr/loopr.toml.
+struct WorktreePrep {
+  std::vector<std::string> include;
+  std::string setup;
+};
+
 // [worktrees]: where loops' git worktrees are made.
 struct WorktreeSettings {
   // Must lie beneath a [sandbox] worktree_roots entry; empty: ".loopr-worktrees"
@@ -323,6 +332,7 @@ struct WorktreeSettings {
   // or ended) before its worktree is removed; the branch is kept. -1: never
   // (looprctl gc still removes them).
   std::int64_t keep_finished_s = 3600;
+  WorktreePrep prep;  // include, setup
 };
 
 // [memory]: the notes loops keep (memory_save and friends; issue 13).
