@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/ip_address.hpp"
+#include "config/repository_reader.hpp"
 #include "config/toml_reader.hpp"
 #include "egress/domain_rules.hpp"
 
@@ -157,13 +158,16 @@ class SettingsReader {
         oracle(v);
       } else if (key == "context") {
         context(v);
+      } else if (key == "repositories") {
+        note(key, v);
+        s_.repositories = detail::read_repositories(v, env_);
       } else {
         fail(v, key,
              "unknown table; loopr.toml has [daemon], [sandbox], [lanes.*], [approval], "
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory], [oracle] and [context]");
+             "[scheduler], [merges], [memory], [oracle], [context] and [[repositories]]");
       }
     }
   }

@@ -20,6 +20,7 @@
 
 #include "config/catalog.hpp"
 #include "config/environment.hpp"
+#include "config/repository_settings.hpp"
 
 namespace loopr::config {
 
@@ -379,6 +380,9 @@ struct Settings {
   MemorySettings memory;
   OracleSettings oracle;
   ContextSettings context;
+  // [[repositories]]: per-repository commands and worktree needs, in the
+  // order written (config/repository_settings.hpp; repos/ resolves them).
+  std::vector<RepositoryEntry> repositories;
   // Dotted key ("loops.code.tools") → where a file set it; keys left at their
   // default are absent.
   std::map<std::string, Origin> origins;

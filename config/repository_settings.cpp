@@ -1,0 +1,188 @@
+#include "config/repository_settings.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <istream>
+#include <string_view>
+
+#include "common/error.hpp"
+#include "config/repository_reader.hpp"
+#include "config/toml_reader.hpp"
+
+namespace loopr::config {
+
+namespace {
+
+using detail::fail;
+namespace fs = std::filesystem;
+
+// The user's own tables of loopr.toml: a repository's file may set none of
+// them (it could loosen the sandbox, the lanes, egress or approvals, or spend
+// the user's money).
+constexpr std::string_view kUserOnlyTables[] = {
+    "daemon",       "sandbox",   "lanes",     "approval", "web_fetch", "egress",
+    "web_search",   "loops",     "providers", "llm",      "prices",    "budgets",
+    "loop_health",  "scheduler", "merges",    "memory",   "oracle",    "context",
+    "repositories", "hooks",     "rules",     "cluster"};
+
+constexpr const char* kRepoFileAllows =
+    "a repository's .loopr/loopr.toml may set only [commands] (build, test, validate, lint, "
+    "lint_files) and [worktrees] (include, setup)";
+
+// An include pattern names files of the checkout: relative, within it.
+void check_include_pattern(const toml::value& at, const std::string& key,
+                           const std::string& pattern) {
+  if (pattern.empty()) fail(at, key, "must not be empty");
+  if (pattern.find('\0') != std::string::npos) fail(at, key, "must not hold a NUL byte");
+  if (pattern.front() == '/' || pattern.front() == '~') {
+    fail(at, key,
+         "\"" + pattern +
+             "\" is not relative: include patterns name files of the repository's checkout, "
+             "relative to its top (\"node_modules\", \"build/\", \".env\")");
+  }
+  for (const auto& part : fs::path(pattern)) {
+    if (part == "..") {
+      fail(at, key,
+           "\"" + pattern + "\" reaches outside the checkout with \"..\"; name files inside it");
+    }
+  }
+}
+
+// [commands] of either place; `prefix` is how keys are named in errors
+// ("commands", "repositories[0].commands").
+void read_commands(const toml::value& table, const std::string& prefix, RepoSettings& out) {
+  detail::require_table(table, prefix);
+  detail::refuse_unknown_keys(table, prefix, {"build", "test", "validate", "lint", "lint_files"});
+  for (const auto& entry : detail::entries(table)) {
+    const std::string key = prefix + "." + entry.key;
+    if (entry.key == "lint_files") {
+      out.lint_files = detail::read_string_list(*entry.value, key);
+      continue;
+    }
+    std::string command = detail::read_string(*entry.value, key);
+    if (entry.key == "build") out.build = std::move(command);
+    if (entry.key == "test") out.test = std::move(command);
+    if (entry.key == "validate") out.validate = std::move(command);
+    if (entry.key == "lint") out.lint = std::move(command);
+  }
+}
+
+// [worktrees] include/setup of either place. In a repository's file the
+// other [worktrees] keys (folder, keep_finished_s) are the user's.
+void read_worktrees(const toml::value& table, const std::string& prefix, bool repository_file,
+                    RepoSettings& out) {
+  detail::require_table(table, prefix);
+  for (const auto& entry : detail::entries(table)) {
+    const std::string key = prefix + "." + entry.key;
+    const toml::value& v = *entry.value;
+    if (entry.key == "include") {
+      std::vector<std::string> patterns = detail::read_string_list(v, key);
+      for (std::size_t i = 0; i < patterns.size(); ++i) {
+        check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]", patterns[i]);
+      }
+      out.include = std::move(patterns);
+    } else if (entry.key == "setup") {
+      out.setup = detail::read_string(v, key);
+    } else if (repository_file && (entry.key == "folder" || entry.key == "keep_finished_s")) {
+      fail(v, key,
+           "is not allowed in a repository's .loopr/loopr.toml: where worktrees go and how long "
+           "they are kept is yours to set in your own loopr.toml; " +
+               std::string(kRepoFileAllows));
+    } else {
+      fail(v, key, "unknown key; known keys are: include, setup");
+    }
+  }
+}
+
+}  // namespace
+
+bool RepoSettings::empty() const {
+  return !build && !test && !validate && !lint && !lint_files && !include && !setup;
+}
+
+RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
+  const toml::value document = detail::parse_document(in, name);
+  RepoSettings out;
+  for (const auto& entry : detail::entries(document)) {
+    const toml::value& v = *entry.value;
+    if (entry.key == "commands") {
+      read_commands(v, "commands", out);
+    } else if (entry.key == "worktrees") {
+      read_worktrees(v, "worktrees", true, out);
+    } else if (std::find(std::begin(kUserOnlyTables), std::end(kUserOnlyTables), entry.key) !=
+               std::end(kUserOnlyTables)) {
+      fail(v, entry.key,
+           "is not allowed in a repository's .loopr/loopr.toml: [" + entry.key +
+               "] is yours to set in your own loopr.toml, and a repository can never loosen the "
+               "sandbox, lanes, egress or approval policy; " +
+               kRepoFileAllows);
+    } else {
+      fail(v, entry.key, std::string("unknown key; ") + kRepoFileAllows);
+    }
+  }
+  return out;
+}
+
+namespace detail {
+
+std::vector<RepositoryEntry> read_repositories(const toml::value& v, const EnvLookup& env) {
+  if (!v.is_array()) {
+    fail(v, "repositories",
+         "must be an array of tables, written [[repositories]] with path = \"/abs/dir\", got " +
+             describe(v));
+  }
+  std::vector<RepositoryEntry> out;
+  const auto& items = v.as_array();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const toml::value& table = items[i];
+    const std::string prefix = "repositories[" + std::to_string(i) + "]";
+    require_table(table, prefix);
+    refuse_unknown_keys(table, prefix, {"path", "commands", "worktrees"});
+    RepositoryEntry entry;
+    entry.file = table.location().file_name();
+    entry.line = line_of(table);
+    bool has_path = false;
+    for (const auto& field : entries(table)) {
+      const std::string key = prefix + "." + field.key;
+      const toml::value& value = *field.value;
+      if (field.key == "path") {
+        const std::string text = read_string(value, key);
+        std::string path = text;
+        if (text == "~" || text.starts_with("~/")) {
+          auto expanded = expand_home(text, env);
+          if (!expanded)
+            fail(value, key, "starts with ~ but HOME is not set; write an absolute path");
+          path = *expanded;
+        }
+        if (path.empty() || !fs::path(path).is_absolute()) {
+          fail(value, key,
+               "must be the repository's folder, an absolute path or one starting with ~/, got "
+               "\"" +
+                   text + "\"");
+        }
+        path = fs::path(path).lexically_normal().string();
+        if (path.size() > 1 && path.back() == '/') path.pop_back();
+        for (const RepositoryEntry& earlier : out) {
+          if (earlier.path == path) {
+            fail(value, key,
+                 "\"" + path + "\" has an entry already (line " + std::to_string(earlier.line) +
+                     "); put its settings in one [[repositories]] entry");
+          }
+        }
+        entry.path = std::move(path);
+        has_path = true;
+      } else if (field.key == "commands") {
+        read_commands(value, key, entry.settings);
+      } else if (field.key == "worktrees") {
+        read_worktrees(value, key, false, entry.settings);
+      }
+    }
+    if (!has_path) fail(table, prefix, "needs path, the repository's folder");
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace loopr::config

@@ -1,0 +1,178 @@
+// Per-repository settings: [[repositories]] in the user's loopr.toml and a
+// repository's own .loopr/loopr.toml, read as strictly as loopr.toml, and a
+// repository's file refused when it tries to set anything but its commands
+// and worktree needs.
+#include "config/repository_settings.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "config/settings.hpp"
+#include "tests/config/config_error.hpp"
+
+namespace loopr::config {
+namespace {
+
+using test::config_error;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const EnvLookup kEnv = fixed_env({{"HOME", "/home/ada"}});
+
+RepoSettings repo_file(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  return parse_repository_file(in, "/src/app/.loopr/loopr.toml");
+}
+
+std::string repo_file_error(std::string_view text) {
+  return config_error([&] { repo_file(text); });
+}
+
+Settings merged(std::string_view text) {
+  Settings s = Settings::defaults();
+  std::istringstream in{std::string(text)};
+  s.merge_toml(in, "loopr.toml", kEnv);
+  return s;
+}
+
+TEST(RepositoryFile, CommandsAndWorktreeNeedsAreRead) {
+  const RepoSettings s = repo_file(R"(
+[commands]
+build = "npm run build"
+test = "npx nyc tape test/*.js"
+validate = "npm test"
+lint = "npx eslint {files}"
+lint_files = ["*.js"]
+
+[worktrees]
+include = ["node_modules", ".env"]
+setup = "npm ci --offline"
+)");
+  EXPECT_EQ(s.build, "npm run build");
+  EXPECT_EQ(s.test, "npx nyc tape test/*.js");
+  EXPECT_EQ(s.validate, "npm test");
+  EXPECT_EQ(s.lint, "npx eslint {files}");
+  EXPECT_THAT(*s.lint_files, ElementsAre("*.js"));
+  EXPECT_THAT(*s.include, ElementsAre("node_modules", ".env"));
+  EXPECT_EQ(s.setup, "npm ci --offline");
+  EXPECT_FALSE(s.empty());
+}
+
+TEST(RepositoryFile, UnsetKeysStayUnset) {
+  const RepoSettings s = repo_file("[commands]\ntest = \"make check\"\n");
+  EXPECT_EQ(s.test, "make check");
+  EXPECT_FALSE(s.build);
+  EXPECT_FALSE(s.validate);
+  EXPECT_FALSE(s.include);
+  EXPECT_FALSE(s.setup);
+  EXPECT_TRUE(repo_file("").empty());
+}
+
+TEST(RepositoryFile, PolicyTablesAreNotAllowedThere) {
+  for (const std::string table : {"sandbox", "lanes", "egress", "approval", "providers", "budgets",
+                                  "daemon", "llm", "web_fetch", "repositories", "loops"}) {
+    const std::string text = "[" + table + "]\nx = 1\n";
+    EXPECT_THAT(repo_file_error(text),
+                AllOf(StartsWith("/src/app/.loopr/loopr.toml:1: " + table + ": "),
+                      HasSubstr("is not allowed in a repository's .loopr/loopr.toml"),
+                      HasSubstr("may set only [commands]")))
+        << table;
+  }
+  EXPECT_THAT(repo_file_error("[approval.tools]\nrun_command = \"auto\"\n"),
+              HasSubstr("approval: is not allowed"));
+}
+
+TEST(RepositoryFile, MistakesNameTheKey) {
+  struct Mistake {
+    std::string text;
+    std::string start;
+    std::string says;
+  };
+  const Mistake mistakes[] = {
+      {"[commands]\ntests = \"x\"\n",
+       "/src/app/.loopr/loopr.toml:2: commands.tests:", "unknown key"},
+      {"[commands]\ntest = 3\n", "/src/app/.loopr/loopr.toml:2: commands.test:", "a string"},
+      {"[worktrees]\nfolder = \"/tmp/x\"\n", "/src/app/.loopr/loopr.toml:2: worktrees.folder:",
+       "not allowed in a repository's .loopr/loopr.toml"},
+      {"[worktrees]\nkeep_finished_s = 1\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.keep_finished_s:", "not allowed"},
+      {"[worktrees]\ncopy = []\n", "/src/app/.loopr/loopr.toml:2: worktrees.copy:", "unknown key"},
+      {"[worktrees]\ninclude = [\"../secrets\"]\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.include[0]:", "outside the checkout"},
+      {"[worktrees]\ninclude = [\"a/../../b\"]\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.include[0]:", "outside the checkout"},
+      {"[worktrees]\ninclude = [\"/etc\"]\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.include[0]:", "not relative"},
+      {"[worktrees]\ninclude = [\"~/.ssh\"]\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.include[0]:", "not relative"},
+      {"[worktrees]\ninclude = \"node_modules\"\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.include:", "array of strings"},
+      {"mode = \"off\"\n", "/src/app/.loopr/loopr.toml:1: mode:", "unknown key"},
+      {"[commands\n", "/src/app/.loopr/loopr.toml:1: syntax error", ""},
+  };
+  for (const Mistake& m : mistakes) {
+    const std::string error = repo_file_error(m.text);
+    EXPECT_THAT(error, AllOf(StartsWith(m.start), HasSubstr(m.says))) << m.text;
+  }
+}
+
+TEST(SettingsRepositories, EntriesAreReadWithTheirPathsExpanded) {
+  const Settings s = merged(R"(
+[commands]
+test = "ctest"
+
+[[repositories]]
+path = "~/src/app/"
+[repositories.commands]
+test = "npm test"
+[repositories.worktrees]
+include = ["node_modules"]
+setup = "npm ci"
+
+[[repositories]]
+path = "/srv/lib"
+[repositories.commands]
+build = "make -j2"
+)");
+  EXPECT_EQ(s.commands.test, "ctest");
+  ASSERT_EQ(s.repositories.size(), 2u);
+  EXPECT_EQ(s.repositories[0].path, "/home/ada/src/app");
+  EXPECT_EQ(s.repositories[0].settings.test, "npm test");
+  EXPECT_FALSE(s.repositories[0].settings.build);
+  EXPECT_THAT(*s.repositories[0].settings.include, ElementsAre("node_modules"));
+  EXPECT_EQ(s.repositories[0].settings.setup, "npm ci");
+  EXPECT_EQ(s.repositories[0].file, "loopr.toml");
+  EXPECT_EQ(s.repositories[0].line, 5u);
+  EXPECT_EQ(s.repositories[1].path, "/srv/lib");
+  EXPECT_EQ(s.repositories[1].settings.build, "make -j2");
+  EXPECT_TRUE(Settings::defaults().repositories.empty());
+}
+
+TEST(SettingsRepositories, MistakesNameTheKey) {
+  EXPECT_THAT(
+      config_error([] { merged("[[repositories]]\n[repositories.commands]\ntest = \"x\"\n"); }),
+      AllOf(StartsWith("loopr.toml:1: repositories[0]:"), HasSubstr("needs path")));
+  EXPECT_THAT(config_error([] { merged("[[repositories]]\npath = \"src/app\"\n"); }),
+              AllOf(StartsWith("loopr.toml:2: repositories[0].path:"), HasSubstr("absolute")));
+  EXPECT_THAT(
+      config_error([] { merged("[[repositories]]\npath = \"/a\"\nsandbox = 1\n"); }),
+      AllOf(StartsWith("loopr.toml:3: repositories[0].sandbox:"), HasSubstr("unknown key")));
+  EXPECT_THAT(
+      config_error([] {
+        merged("[[repositories]]\npath = \"/a\"\n[repositories.commands]\ntset = \"x\"\n");
+      }),
+      AllOf(StartsWith("loopr.toml:4: repositories[0].commands.tset:"), HasSubstr("unknown key")));
+  EXPECT_THAT(config_error([] {
+                merged("[[repositories]]\npath = \"/a\"\n[[repositories]]\npath = \"/a/\"\n");
+              }),
+              AllOf(StartsWith("loopr.toml:4: repositories[1].path:"), HasSubstr("has an entry")));
+  EXPECT_THAT(config_error([] { merged("[repositories]\npath = \"/a\"\n"); }),
+              HasSubstr("repositories: must be an array of tables"));
+}
+
+}  // namespace
+}  // namespace loopr::config
