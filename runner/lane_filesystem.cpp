@@ -209,6 +209,31 @@ Result<void> build_dev(const std::string& dev) {
                   "remount /dev read-only");
 }
 
+// A root inside a folder the runner cannot pass through (a 0700 folder of
+// another user: as root, the runner is nobody by now) cannot get a mount
+// point at its path. The first such folder above `path` is covered with an
+// empty tmpfs (read-only at the end, `covers`), in which the path is then
+// recreated like in a hidden path's cover: jobs see the root and nothing
+// else of that folder, which they could not read anyway.
+Result<void> cover_closed_folder_above(const std::string& new_root, const std::string& path,
+                                       std::vector<std::string>& covers) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    const std::string folder = path.substr(0, slash);
+    const std::string target = new_root + folder;
+    if (::access(target.c_str(), X_OK) == 0) continue;
+    if (errno != EACCES) return {};  // missing: make_directories reports it
+    if (auto r = do_mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          "size=64k,mode=0755", "cover the closed folder above a writable root");
+        !r) {
+      return r;
+    }
+    covers.push_back(folder);
+    return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> check_writable_roots(const std::vector<std::string>& roots) {
@@ -327,6 +352,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
   }
   std::vector<std::string> steps = writable;
   steps.insert(steps.end(), in_roots.begin(), in_roots.end());
+  std::vector<std::string> closed_covers;  // cover_closed_folder_above
   std::sort(steps.begin(), steps.end());
   for (const std::string& path : steps) {
     const std::string target = root + path;
@@ -371,6 +397,10 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
       }
       continue;
     }
+    if (auto r = blamed(cover_closed_folder_above(root, path, closed_covers), path, kRootsSetting);
+        !r) {
+      return r;
+    }
     if (!exists(target)) {
       if (auto r = blamed(make_directories(target), path, kRootsSetting); !r) return r;
     }
@@ -407,6 +437,15 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
       hidden_mounted.push_back(inner);
     }
   }
+  for (const std::string& path : closed_covers) {
+    if (auto r = blamed(do_mount("", root + path, nullptr,
+                                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
+                                 "remount the cover of a closed folder read-only"),
+                        path, kRootsSetting);
+        !r) {
+      return r;
+    }
+  }
   for (const std::string& path : hidden_mounted) {
     if (auto r = blamed(do_mount("", root + path, nullptr,
                                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
@@ -434,7 +473,10 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
       !r) {
     return r;
   }
-  const std::vector<std::string>& roots = spec.writable_roots;
+  // Outer roots first, whatever order loopr.toml lists them in: an inner
+  // root lies under an outer one's cover, so it needs no cover of its own.
+  std::vector<std::string> roots = spec.writable_roots;
+  std::sort(roots.begin(), roots.end());
   // What the job keeps of the roots, cloned before they are covered. The
   // worktree is opened without following symlinks, so a path component
   // swapped since LaneRunner resolved it cannot put another folder there.

@@ -9,6 +9,10 @@
 //   writable roots bound read-write at their own paths (recreated inside a
 //                hidden path when they live under one); as root, the
 //                idmapped mounts of user_namespace.hpp instead of binds.
+//                A root inside a folder the runner cannot pass through (a
+//                0700 folder; as root the runner is nobody by then) is
+//                recreated in an empty read-only tmpfs over that folder.
+//                Roots may nest, listed in any order.
 //                A hidden path inside a root (looprd's state folder in a
 //                root of "~") is covered again on top of the root's mount,
 //                even under /tmp; a root exactly at a hidden path wins

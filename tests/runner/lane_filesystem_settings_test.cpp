@@ -201,6 +201,87 @@ TEST(LaneFilesystemSettingsHidden, AHiddenPathInsideAWorktreeIsHiddenFromItsJobs
   EXPECT_NE(read_file.status, proto::JobStatus::success) << read_file.output;
 }
 
+// A folder made under /var/tmp (outside the lane's private /tmp) with mode
+// `mode`, removed with everything in it.
+class VarTmpFolder {
+ public:
+  explicit VarTmpFolder(mode_t mode) {
+    std::string pattern = "/var/tmp/loopr-roots-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp in /var/tmp");
+    path_ = pattern;
+    ::chmod(path_.c_str(), mode);
+  }
+  ~VarTmpFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  VarTmpFolder(const VarTmpFolder&) = delete;
+  VarTmpFolder& operator=(const VarTmpFolder&) = delete;
+  std::string path(const std::string& relative) const { return path_ + "/" + relative; }
+  // A worktree folder at `relative`, open to the jobs' uid (nobody as root).
+  std::string worktree(const std::string& relative) const {
+    const std::string dir = path(relative);
+    std::filesystem::create_directories(dir);
+    for (std::filesystem::path p = dir; p.string().size() > path_.size(); p = p.parent_path())
+      ::chmod(p.c_str(), 0777);
+    return dir;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Issue 25: a root inside another root, listed first, made every job fail
+// ("make read-only: the cover of ...: Invalid argument"); either order must
+// work, for jobs in the inner and in the outer root.
+TEST(LaneFilesystemSettingsRoots, NestedRootsWorkInEitherOrder) {
+  const VarTmpFolder base(0755);
+  const std::string outer_wt = base.worktree("outer/wt");
+  const std::string inner_wt = base.worktree("outer/inner/wt");
+  for (const bool inner_first : {true, false}) {
+    SCOPED_TRACE(inner_first ? "[inner, outer]" : "[outer, inner]");
+    RunnerOptions options;
+    const std::string inner = base.path("outer/inner");
+    const std::string outer = base.path("outer");
+    options.extra_args = inner_first ? std::vector<std::string>{"--root", inner, "--root", outer}
+                                     : std::vector<std::string>{"--root", outer, "--root", inner};
+    RunnerHarness runner(options);
+    for (const std::string& worktree : {inner_wt, outer_wt}) {
+      const auto out = shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
+      EXPECT_EQ(out.value("stdout", ""), "made\n") << worktree << ": " << text(out);
+      EXPECT_TRUE(std::filesystem::exists(worktree + "/made.txt")) << worktree;
+      std::filesystem::remove(worktree + "/made.txt");
+    }
+    // Still private: a job of the outer root's worktree cannot see the inner one's.
+    const auto peek = shell_in(runner, outer_wt, "ls " + inner_wt + " 2>&1; echo status=$?");
+    EXPECT_EQ(text(peek).find("status=0"), std::string::npos) << text(peek);
+  }
+}
+
+// Issue 25: a root inside a 0700 folder (as root, the runner is nobody and
+// cannot pass through it) made every lane fail ("create mount point ...
+// Permission denied"). The lane starts, jobs work in the root, and nothing
+// else of the private folder shows.
+TEST(LaneFilesystemSettingsRoots, ARootInsideAPrivateFolderWorks) {
+  const VarTmpFolder private_folder(0700);
+  { std::ofstream(private_folder.path("secret.txt")) << "private-secret\n"; }
+  const std::string roots = private_folder.worktree("roots");
+  ::chmod(private_folder.path("").c_str(), 0700);  // worktree() opened it
+  const std::string worktree = private_folder.worktree("roots/wt");
+  ::chmod(private_folder.path("").c_str(), 0700);
+  RunnerOptions options;
+  options.extra_args = {"--root", roots};
+  RunnerHarness runner(options);
+  ASSERT_EQ(::waitpid(runner.pid(), nullptr, WNOHANG), 0)
+      << "the lane did not start: " << runner.runner_stderr();
+  const auto out = shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
+  EXPECT_EQ(out.value("stdout", ""), "made\n") << text(out);
+  EXPECT_TRUE(std::filesystem::exists(worktree + "/made.txt"));
+  const auto peek =
+      shell_in(runner, worktree, "cat " + private_folder.path("secret.txt") + " 2>&1; echo done");
+  EXPECT_EQ(text(peek).find("private-secret"), std::string::npos) << text(peek);
+}
+
 // The runner's last line is what looprd shows (the lane's last_error, the
 // calls it fails): it must name the setting, and not blame the machine.
 TEST(LaneFilesystemSettingsErrors, AWritableRootThatIsAFileNamesTheSetting) {
