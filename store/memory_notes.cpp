@@ -59,15 +59,6 @@ Result<void> check_note_text(const std::string& text, const char* field) {
   return {};
 }
 
-// A statement made for one call (searches: their snippet style varies).
-Result<Statement> prepare_once(sqlite3* db, const std::string& sql, std::string_view operation) {
-  sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) return store_error(db, rc, operation);
-  return statement;
-}
-
 int bind_style(sqlite3_stmt* statement, int first, const SnippetStyle& style) {
   int rc = bind_text(statement, first, style.open);
   if (rc == SQLITE_OK) rc = bind_text(statement, first + 1, style.close);

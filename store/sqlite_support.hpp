@@ -168,6 +168,16 @@ inline Statement prepare(sqlite3* db, const std::string& path, const char* sql) 
   return statement;
 }
 
+// A statement made for one call (rare operations, or SQL that varies).
+inline Result<Statement> prepare_once(sqlite3* db, const std::string& sql,
+                                      std::string_view operation) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr);
+  Statement statement(raw);
+  if (rc != SQLITE_OK) return store_error(db, rc, operation);
+  return statement;
+}
+
 }  // namespace loopr::store::detail
 
 namespace loopr::store {

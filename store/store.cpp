@@ -118,6 +118,13 @@ INSERT INTO conversation_fts (rowid, text, loop_id, iteration, at_ms)
   WHERE kind = 'model_turn' AND json_valid(data) AND json_type(data, '$.turn.text') = 'text'
         AND length(json_extract(data, '$.turn.text')) > 0;
 )sql"},
+    {4, "create repo_trust", R"sql(
+CREATE TABLE repo_trust (
+  repo          TEXT    PRIMARY KEY NOT NULL,
+  file_hash     TEXT    NOT NULL,
+  trusted_at_ms INTEGER NOT NULL
+) STRICT;
+)sql"},
 };
 
 // ---- Start-up: directory, file, inspection, migration -----------------------

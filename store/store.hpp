@@ -1,7 +1,7 @@
 // looprd's Store (DESIGN.md §1, §6 step 6): the daemon's durable record, an
 // SQLite database <state_dir>/loopr.db in WAL mode: every tool call, every
-// loop and each loop's journal, and the memory notes loops keep (schema
-// version 3; memory_notes.cpp).
+// loop and each loop's journal, the memory notes loops keep (memory_notes.cpp)
+// and the repositories the user trusts (schema version 4; repo_trust.cpp).
 //
 // Schema versions live in PRAGMA user_version and grow by appending a step to
 // store_migrations() (store.cpp). A step is never edited once released: a
@@ -162,6 +162,17 @@ struct ConversationHit {
   std::string snippet;
 };
 
+// A repository whose .loopr/loopr.toml the user trusts (issue 25): its
+// realpath and the "sha256:<hex>" of the file's bytes when trusted. A file
+// with another hash is not honoured until trusted again (repos/).
+struct RepoTrust {
+  std::string repo;
+  std::string file_hash;
+  std::int64_t trusted_at_ms = 0;
+
+  bool operator==(const RepoTrust&) const = default;
+};
+
 // How a search marks the matched words in snippets, and how long a snippet is.
 struct SnippetStyle {
   std::string open = "**";
@@ -279,6 +290,15 @@ class Store {
                                                            const std::string& match,
                                                            std::size_t limit,
                                                            const SnippetStyle& style = {}) const;
+
+  // ---- repository trust (repo_trust.cpp) ----
+  // Records (or replaces) the trust of `trust.repo`.
+  Result<void> put_repo_trust(const RepoTrust& trust);
+  // Forgets it; false when the repository was not trusted.
+  Result<bool> delete_repo_trust(const std::string& repo);
+  Result<std::optional<RepoTrust>> find_repo_trust(const std::string& repo) const;
+  // Every trusted repository, by path.
+  Result<std::vector<RepoTrust>> all_repo_trust() const;
 
  private:
   struct State;

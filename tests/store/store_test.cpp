@@ -591,5 +591,23 @@ TEST(ArgsDigest, IsStableAcrossKeyOrderAndSeesValues) {
   EXPECT_EQ(args_digest(one).size(), std::string("sha256:").size() + 64);
 }
 
+TEST_F(StoreTest, RepositoryTrustIsKeptReplacedAndForgotten) {
+  {
+    Store store = Store::open(state_dir());
+    EXPECT_FALSE(store.find_repo_trust("/src/app").value());
+    ASSERT_TRUE(store.put_repo_trust({"/src/app", "sha256:aa", 1}).ok());
+    ASSERT_TRUE(store.put_repo_trust({"/src/lib", "sha256:bb", 2}).ok());
+    ASSERT_TRUE(store.put_repo_trust({"/src/app", "sha256:cc", 3}).ok());  // trusted again
+  }
+  Store store = Store::open(state_dir());
+  EXPECT_EQ(store.find_repo_trust("/src/app").value(), (RepoTrust{"/src/app", "sha256:cc", 3}));
+  EXPECT_EQ(store.all_repo_trust().value(),
+            (std::vector<RepoTrust>{{"/src/app", "sha256:cc", 3}, {"/src/lib", "sha256:bb", 2}}));
+  EXPECT_TRUE(store.delete_repo_trust("/src/app").value());
+  EXPECT_FALSE(store.delete_repo_trust("/src/app").value());
+  EXPECT_FALSE(store.find_repo_trust("/src/app").value());
+  EXPECT_EQ(store.all_repo_trust().value().size(), 1u);
+}
+
 }  // namespace
 }  // namespace loopr::store
