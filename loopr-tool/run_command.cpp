@@ -132,6 +132,13 @@ std::string sandbox_note(const std::string& out, const std::string& err) {
   if (!lane.empty() && job_network_off() && network_failure) {
     return "network is off in lane " + lane + "; use run_command (lane net) for network access";
   }
+  if (!lane.empty() && contains(text, "setgroups") && contains(text, "Operation not permitted")) {
+    return "the sandbox's user namespace maps no other users and refuses setgroups, so a program "
+           "cannot switch to another user (apt's _apt, su, sudo, setpriv); run it as the current "
+           "user (for apt: -o APT::Sandbox::User=root, which loopr's APT_CONFIG sets unless it "
+           "is overridden); system folders are read-only: apt-get download and dpkg -x into the "
+           "worktree, or ask the user to install the package";
+  }
   if (!lane.empty() && contains(text, "Read-only file system")) {
     return "the sandbox makes everything outside the worktree and /tmp read-only (and .git "
            "metadata too); write inside the worktree or /tmp";

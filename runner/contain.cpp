@@ -124,6 +124,7 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job, bool w
   LaneFacts facts;
   facts.lane = spec.lane;
   facts.job_init = !spec.sandbox_off;
+  if (!spec.sandbox_off) facts.apt_config = kJobAptConfig;
   facts.network = spec.network || spec.sandbox_off;
   facts.stream_output = job.stream_output;
   facts.max_output_bytes = job.max_output_bytes;

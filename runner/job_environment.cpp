@@ -41,6 +41,7 @@ std::vector<std::string> job_environment(const std::map<std::string, std::string
   if (facts.address_space_mb != 0)
     env["LOOPR_ADDRESS_SPACE_MB"] = std::to_string(facts.address_space_mb);
   if (facts.job_init) env["LOOPR_JOB_INIT"] = "1";
+  if (!facts.apt_config.empty()) env["APT_CONFIG"] = facts.apt_config;
   if (!facts.proxy_url.empty()) {
     for (const char* name :
          {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",

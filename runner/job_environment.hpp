@@ -16,10 +16,13 @@ bool job_may_receive(const std::string& name);
 
 // What the runner itself tells loopr-tool about the lane and the job.
 struct LaneFacts {
-  std::string lane;                    // LOOPR_LANE
-  bool network = false;                // LOOPR_NETWORK=on|off
-  bool stream_output = false;          // LOOPR_STREAM_OUTPUT=1 (heavy lane)
-  bool job_init = false;               // LOOPR_JOB_INIT=1: loopr-tool is the job's PID 1
+  std::string lane;            // LOOPR_LANE
+  bool network = false;        // LOOPR_NETWORK=on|off
+  bool stream_output = false;  // LOOPR_STREAM_OUTPUT=1 (heavy lane)
+  bool job_init = false;       // LOOPR_JOB_INIT=1: loopr-tool is the job's PID 1
+  // APT_CONFIG: the jobs' apt settings (lane_filesystem.hpp kJobAptConfig),
+  // in the lane's /dev; empty: none (the sandbox is off).
+  std::string apt_config = {};
   std::int64_t max_output_bytes = 0;   // LOOPR_MAX_OUTPUT_BYTES
   std::uint64_t address_space_mb = 0;  // LOOPR_ADDRESS_SPACE_MB (0: none); resource_limits.hpp
   // The lane's egress proxy (egress_listener.hpp); empty: none. Sets the

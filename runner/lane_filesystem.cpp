@@ -200,6 +200,15 @@ Result<void> build_dev(const std::string& dev) {
   }
   if (::mkdir((dev + "/shm").c_str(), 0755) != 0)
     return step_failed(kStep, "mkdir /dev/shm", errno);
+  {
+    const std::string apt = "APT::Sandbox::User \"root\";\n";
+    const std::string path = dev + std::string(kJobAptConfig).substr(4);  // "/dev" is `dev`
+    const UniqueFd conf(::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644));
+    if (!conf || ::write(conf.get(), apt.data(), apt.size()) != static_cast<ssize_t>(apt.size())) {
+      return step_failed(kStep, std::string("write the jobs' apt settings ") + kJobAptConfig,
+                         errno);
+    }
+  }
   if (auto r = do_mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777",
                         "mount /dev/shm");
       !r) {

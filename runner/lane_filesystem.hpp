@@ -73,4 +73,12 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
 // `worktree` is canonical and beneath a writable root (LaneRunner checks).
 Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesystemSpec& spec);
 
+// Written in the lane's read-only /dev by build_lane_filesystem, named by
+// APT_CONFIG in each job's environment: APT::Sandbox::User "root". apt run as root drops
+// its download methods to the _apt user, which the lane's user namespace
+// does not map (setgroups is refused in it, setresuid to 42 is invalid), so
+// every download failed; inside the sandbox "root" is an unprivileged uid
+// of the host anyway.
+inline constexpr const char* kJobAptConfig = "/dev/.loopr-apt.conf";
+
 }  // namespace loopr::runner

@@ -24,6 +24,42 @@ TEST(LaneRunner, RunsAFileToolInTheSandbox) {
   EXPECT_EQ(out["content"], "     1|one\n     2|two\n");
 }
 
+// Issue 25: apt run as root in a job drops its methods to the _apt user,
+// which the lane's user namespace cannot switch to ("setgroups ... Operation
+// not permitted"). With the APT_CONFIG the runner gives every job, apt-get
+// update works (here from a file: repository in the worktree, in a lane
+// without and one with network); forced back to _apt, the failure comes
+// with a hint the model can act on.
+TEST(LaneRunner, AptGetWorksInAJobAndASwitchToItsUserGetsAHint) {
+  for (RunnerOptions options : {RunnerOptions{}, lane_options("net")}) {
+    SCOPED_TRACE(options.lane);
+    RunnerHarness runner(options);
+    runner.tree().write("wt/repo/Packages", "");
+    runner.tree().write("wt/sources.list",
+                        "deb [trusted=yes] file:" + runner.worktree() + "/repo ./\n");
+    const std::string apt =
+        "mkdir -p /tmp/l/partial /tmp/c/archives/partial && apt-get -o "
+        "Dir::Etc::SourceList=$PWD/sources.list -o Dir::Etc::SourceParts=/nonexistent -o "
+        "Dir::State::Lists=/tmp/l -o Dir::Cache=/tmp/c -o Debug::NoLocking=1 ";
+    const auto updated = runner.shell(apt + "update 2>&1; echo status=$?");
+    const std::string out = updated.value("stdout", "");
+    EXPECT_NE(out.find("status=0"), std::string::npos) << out;
+    EXPECT_EQ(out.find("setgroups"), std::string::npos) << out;
+    EXPECT_NE(out.find("Reading package lists"), std::string::npos) << out;
+
+    const auto as_apt = runner.shell(apt + "-o APT::Sandbox::User=_apt update");
+    if (runner.shell("id -u").value("stdout", "") == "0\n") {
+      EXPECT_NE(as_apt["exit_code"], 0) << as_apt.dump();
+      EXPECT_NE(as_apt.value("sandbox_note", "").find("-o APT::Sandbox::User=root"),
+                std::string::npos)
+          << as_apt.dump();
+    } else {
+      // An ordinary user's apt does not switch users at all.
+      EXPECT_EQ(as_apt["exit_code"], 0) << as_apt.dump();
+    }
+  }
+}
+
 // What one job leaves in /tmp or /dev/shm (another loop's files, or a full
 // /tmp) is gone for the next job of the lane: each gets empty ones.
 TEST(LaneRunner, EachJobHasAnEmptyTmpAndDevShmOfItsOwn) {
