@@ -108,7 +108,7 @@ Daemon::Daemon(DaemonOptions options)
       DaemonServices{*router_, *loops_, approvals_, events_, metrics_, lanes,
                      [this] { return server_ ? server_->client_count() : 0; },
                      [this] { request_shutdown("daemon.shutdown"); }, started_,
-                     [this] { return shutting_down_; }, *notebook_});
+                     [this] { return shutting_down_; }, *notebook_, store_, options_.settings});
   server_ = std::make_unique<ControlServer>(
       io_, options_.paths.socket_path,
       [this](ClientSession& session, proto::Request request) {

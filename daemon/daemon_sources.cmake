@@ -15,6 +15,7 @@ add_library(loopr_daemon STATIC
   path_locks.cpp
   provider_registry.cpp
   read_tracker.cpp
+  repo_methods.cpp
   runner_link.cpp
   socket_activation.cpp
   systemd_notify.cpp
@@ -28,7 +29,7 @@ target_compile_definitions(loopr_daemon PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATE
 # operator new with its matching delete) as mismatched (GCC bug 109224).
 target_compile_options(loopr_daemon PUBLIC $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)
 target_link_libraries(loopr_daemon PUBLIC loopr_common loopr_proto loopr_config loopr_json_schema
-                                          loopr_store loopr_memory loopr_oracle loopr_llm loopr_loops loopr_egress_proxy spdlog::spdlog
+                                          loopr_store loopr_memory loopr_repos loopr_oracle loopr_llm loopr_loops loopr_egress_proxy spdlog::spdlog
                                           Threads::Threads)
 loopr_target_options(loopr_daemon)
 

@@ -22,6 +22,7 @@ asio::awaitable<std::vector<json>> LoopTools::run_calls(const std::string& loop_
     request.session = session_of(loop_id);
     request.loop_id = loop_id;
     request.allowance = std::move(call.allowance);
+    request.command = std::move(call.command);
     requests.push_back(std::move(request));
   }
   auto outcomes = co_await router_.batch(std::move(requests));

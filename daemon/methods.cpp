@@ -134,6 +134,9 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
       {"memory.search", {&MethodRegistry::memory_search}},
       {"memory.get", {&MethodRegistry::memory_get}},
       {"memory.delete", {&MethodRegistry::memory_delete}},
+      {"repo.trust", {&MethodRegistry::repo_trust}},
+      {"repo.untrust", {&MethodRegistry::repo_untrust}},
+      {"repo.show", {&MethodRegistry::repo_show}},
   };
 }
 

@@ -42,6 +42,9 @@ struct DaemonServices {
   std::function<bool()> shutting_down;
   // The memory notes, for the memory.* methods (the person's view).
   memory::Notebook& notebook;
+  // repo.* (repo_methods.cpp): the trust records and the settings they resolve.
+  store::Store& store;
+  const config::Settings& settings;
 };
 
 inline constexpr const char* kDaemonVersion = "0.1.0";
@@ -97,6 +100,10 @@ class MethodRegistry {
   asio::awaitable<Result<nlohmann::json>> memory_search(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> memory_get(ClientSession&, const nlohmann::json&);
   asio::awaitable<Result<nlohmann::json>> memory_delete(ClientSession&, const nlohmann::json&);
+  // repo.* (repo_methods.cpp)
+  asio::awaitable<Result<nlohmann::json>> repo_trust(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> repo_untrust(ClientSession&, const nlohmann::json&);
+  asio::awaitable<Result<nlohmann::json>> repo_show(ClientSession&, const nlohmann::json&);
 
   DaemonServices services_;
   std::map<std::string, Method, std::less<>> methods_;

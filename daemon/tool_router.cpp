@@ -16,6 +16,7 @@
 #include "daemon/web_search_args.hpp"
 #include "memory/repository.hpp"
 #include "proto/json_bounded.hpp"
+#include "repos/repo_settings.hpp"
 
 namespace loopr::daemon {
 namespace {
@@ -72,13 +73,18 @@ bool runs_a_command(std::string_view tool) {
 // grow the metrics table.
 constexpr const char* kUnknownToolMetric = "<unknown>";
 
-// build / test / validate run the command configured in loopr.toml; the model
-// never supplies it (DESIGN.md §5).
-const std::string* configured_command(std::string_view tool, const config::Settings& settings) {
-  if (tool == "build") return &settings.commands.build;
-  if (tool == "test") return &settings.commands.test;
-  if (tool == "validate") return &settings.commands.validate;
-  return nullptr;
+// build / test / validate run the command configured for the repository
+// (repos/: the user's config, its trusted .loopr/loopr.toml, [commands]);
+// the model never supplies it (DESIGN.md §5).
+bool runs_configured_command(std::string_view tool) {
+  return tool == "build" || tool == "test" || tool == "validate";
+}
+
+const std::string& configured_command(std::string_view tool,
+                                      const config::CommandSettings& commands) {
+  if (tool == "build") return commands.build;
+  if (tool == "test") return commands.test;
+  return commands.validate;
 }
 
 Result<std::string> real_worktree(const std::string& worktree) {
@@ -428,16 +434,31 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       args["create_only"] = true;
     }
   }
-  if (const std::string* configured = configured_command(tool->name, settings_)) {
-    const std::string* command = request.command ? &*request.command : configured;
-    if (command->empty()) {
+  if (runs_configured_command(tool->name)) {
+    std::string command;
+    if (request.command) {
+      command = *request.command;
+    } else {
+      // A loop's calls carry the repository loopr made the loop for; a
+      // client's own call is about the repository its worktree is in.
+      const std::string repo =
+          request.repo.empty() ? memory::repository_of(*worktree) : canonical_or_same(request.repo);
+      auto effective = repos::resolve(settings_, store_, repo);
+      if (!effective) co_return fail("error", effective.error());
+      if (auto refused = effective->refusal_for("commands." + tool->name)) {
+        co_return fail("denied", std::move(*refused));
+      }
+      command = configured_command(tool->name, effective->commands);
+    }
+    if (command.empty()) {
       co_return fail(
           "failed",
           make_error(errc::invalid_arguments, "no " + tool->name + " command is configured",
                      "set [commands] " + tool->name +
-                         " in loopr.toml, or use run_command with the command"));
+                         " in loopr.toml (or for this repository: its [[repositories]] entry, or "
+                         "its trusted .loopr/loopr.toml), or use run_command with the command"));
     }
-    args["command"] = *command;
+    args["command"] = std::move(command);
   }
   if (tool->name == "web_fetch") {
     // The user's allowance from loopr.toml, never the model's: it replaces

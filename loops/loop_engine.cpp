@@ -19,6 +19,7 @@
 #include "loops/worktree_changes.hpp"
 #include "loops/worktrees.hpp"
 #include "proto/control_messages.hpp"
+#include "repos/repo_settings.hpp"
 
 namespace loopr::loops {
 namespace {
@@ -198,16 +199,31 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
     }
     max_iterations = it->get<std::int64_t>();
   }
+  // The repository's own commands and worktree needs (repos/): a file of
+  // the repository that is not honoured (untrusted, changed, invalid) where
+  // it would decide refuses the loop, saying why.
+  auto top = repos::repository_of(*repo);
+  if (!top) return std::move(top).error();
+  auto repo_settings = repos::resolve(settings, services_.store, *top);
+  if (!repo_settings) return std::move(repo_settings).error();
+  if (auto refused = repo_settings->refusal()) {
+    return with_rpc_code(std::move(*refused), proto::ControlErrorCode::unauthorized);
+  }
   const bool document_loop = type != "code";
-  auto validate = string_param(params, "validate",
-                               loop_settings.validation_command.empty() && !document_loop
-                                   ? settings.commands.validate
-                                   : loop_settings.validation_command);
+  const bool repo_validates =
+      repo_settings->sources.at("commands.validate") != repos::Source::daemon_default;
+  auto validate =
+      string_param(params, "validate",
+                   (loop_settings.validation_command.empty() || repo_validates) && !document_loop
+                       ? repo_settings->commands.validate
+                       : loop_settings.validation_command);
   if (!validate) return std::move(validate).error();
   if (!document_loop && validate->find_first_not_of(" \t\r\n") == std::string::npos) {
     return invalid("no validation command for this loop",
                    "pass one (looprctl loop run --validate \"make test\"), or set [loops." + type +
-                       "] validation_command or [commands] validate in loopr.toml");
+                       "] validation_command or [commands] validate in loopr.toml, or validate "
+                       "for this repository (its [[repositories]] entry, or its trusted "
+                       ".loopr/loopr.toml)");
   }
   auto include_uncommitted = bool_param(params, "include_uncommitted", false);
   if (!include_uncommitted) return std::move(include_uncommitted).error();
@@ -253,6 +269,9 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
   spec.max_iterations = max_iterations;
   spec.include_uncommitted = *include_uncommitted;
   spec.validate_timeout_s = validate_timeout_s;
+  spec.repo_settings = true;
+  spec.commands = repo_settings->commands;
+  spec.prep = repo_settings->prep;
   spec.budget = *limits;
   if (type == "plan") spec.plan_budget = *plan_limits;
   return spec;

@@ -33,33 +33,42 @@ constexpr std::pair<NextStep, const char*> kNextSteps[] = {
 }  // namespace
 
 json LoopSpec::to_json() const {
-  return {{"id", id},
-          {"type", type},
-          {"task", task},
-          {"repo", repo},
-          {"base", base},
-          {"base_commit", base_commit},
-          {"branch", branch},
-          {"worktree", worktree},
-          {"provider", provider},
-          {"model", model},
-          {"validate", validate},
-          {"prompt_template", prompt_template},
-          {"tools", tools},
-          {"max_iterations", max_iterations},
-          {"budget", limits_to_json(budget)},
-          {"plan_id", plan_id},
-          {"parent_branch", parent_branch},
-          {"depends_on", depends_on},
-          {"generation", generation},
-          {"input", input},
-          {"role", role},
-          {"merge_child", merge_child},
-          {"plan_budget", limits_to_json(plan_budget)},
-          {"user_branch", user_branch},
-          {"validate_timeout_s", validate_timeout_s},
-          {"include_uncommitted", include_uncommitted},
-          {"uncommitted_paths", uncommitted_paths}};
+  json out = {{"id", id},
+              {"type", type},
+              {"task", task},
+              {"repo", repo},
+              {"base", base},
+              {"base_commit", base_commit},
+              {"branch", branch},
+              {"worktree", worktree},
+              {"provider", provider},
+              {"model", model},
+              {"validate", validate},
+              {"prompt_template", prompt_template},
+              {"tools", tools},
+              {"max_iterations", max_iterations},
+              {"budget", limits_to_json(budget)},
+              {"plan_id", plan_id},
+              {"parent_branch", parent_branch},
+              {"depends_on", depends_on},
+              {"generation", generation},
+              {"input", input},
+              {"role", role},
+              {"merge_child", merge_child},
+              {"plan_budget", limits_to_json(plan_budget)},
+              {"user_branch", user_branch},
+              {"validate_timeout_s", validate_timeout_s},
+              {"include_uncommitted", include_uncommitted},
+              {"uncommitted_paths", uncommitted_paths}};
+  if (repo_settings) {
+    out["commands"] = {{"build", commands.build},
+                       {"test", commands.test},
+                       {"validate", commands.validate},
+                       {"lint", commands.lint},
+                       {"lint_files", commands.lint_files}};
+    out["prep"] = {{"include", prep.include}, {"setup", prep.setup}};
+  }
+  return out;
 }
 
 Result<LoopSpec> LoopSpec::from_json(const json& value) {
@@ -103,6 +112,17 @@ Result<LoopSpec> LoopSpec::from_json(const json& value) {
   spec.validate_timeout_s = integer(value, "validate_timeout_s");
   spec.include_uncommitted = value.value("include_uncommitted", false);
   spec.uncommitted_paths = strings(value, "uncommitted_paths");
+  if (auto it = value.find("commands"); it != value.end() && it->is_object()) {
+    spec.repo_settings = true;
+    spec.commands.build = text(*it, "build");
+    spec.commands.test = text(*it, "test");
+    spec.commands.validate = text(*it, "validate");
+    spec.commands.lint = text(*it, "lint");
+    spec.commands.lint_files = strings(*it, "lint_files");
+    const json prep = value.value("prep", json::object());
+    spec.prep.include = strings(prep, "include");
+    spec.prep.setup = text(prep, "setup");
+  }
   if (spec.id.empty() || spec.worktree.empty()) {
     return make_error(errc::internal, "a stored loop spec has no id or worktree");
   }

@@ -50,6 +50,13 @@ struct LoopSpec {
   // The checkout's uncommitted paths when it was made: in the snapshot with
   // include_uncommitted, else left out (at most kMaxUncommittedPaths).
   std::vector<std::string> uncommitted_paths;
+  // The repository's commands and worktree needs as resolved when the loop
+  // was made (repos/: user config > trusted .loopr/loopr.toml > daemon-wide
+  // [commands]/[worktrees]), so a restart does the same. A spec stored
+  // before them has repo_settings false: the daemon's settings apply.
+  bool repo_settings = false;
+  config::CommandSettings commands;
+  config::WorktreePrep prep;
   std::int64_t seq = 0;  // creation order: kept in the row, not in this JSON
 
   // The plan at the root of its tree: itself for a plan, "" outside a plan.

@@ -61,6 +61,13 @@ json tool_call_json(const llm::ToolCall& call) {
   return llm::to_json(call);
 }
 
+// The commands of the loop's repository as resolved when it was made
+// (LoopSpec::commands), or the daemon's [commands] for a loop stored before.
+const config::CommandSettings& loop_commands(const LoopSpec& spec,
+                                             const config::Settings& settings) {
+  return spec.repo_settings ? spec.commands : settings.commands;
+}
+
 // Lint after edit: whether `path` matches [commands] lint_files (any of
 // the patterns, on the whole path or its last part; none: every file).
 bool lint_wanted(const config::CommandSettings& commands, const std::string& path) {
@@ -107,6 +114,7 @@ json tool_error(const std::string& code, const std::string& message, const std::
 // still gets the router's (or the engine's) answer.
 std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
                                        const config::Settings& settings,
+                                       const config::CommandSettings& commands,
                                        const std::string& validation_command) {
   std::vector<std::string> offered;
   bool oracle_left_out = false;
@@ -115,8 +123,8 @@ std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
       oracle_left_out = true;
       continue;
     }
-    if (tool == "build" && settings.commands.build.empty()) continue;
-    if (tool == "test" && settings.commands.test.empty()) continue;
+    if (tool == "build" && commands.build.empty()) continue;
+    if (tool == "test" && commands.test.empty()) continue;
     if (tool == "validate" && validation_command.empty()) continue;
     if (tool == "read_output") continue;
     offered.push_back(tool);
@@ -648,7 +656,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
                               std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
                               " you record with " + std::string(artifact_tool_for(spec_.type));
   }
-  inputs.tools = offered_tools(spec_.tools, services.settings, spec_.validate);
+  inputs.tools = offered_tools(spec_.tools, services.settings,
+                               loop_commands(spec_, services.settings), spec_.validate);
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
   inputs.note = progress_.pending_note;
@@ -777,8 +786,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
             (provider.error().hint.empty() ? std::string() : " (" + provider.error().hint + ")"));
   }
   const auto& provider_settings = services.settings.providers.at(spec_.provider);
-  const json definitions = services.tools.tool_definitions(
-      offered_tools(spec_.tools, services.settings, spec_.validate));
+  const json definitions = services.tools.tool_definitions(offered_tools(
+      spec_.tools, services.settings, loop_commands(spec_, services.settings), spec_.validate));
   std::vector<llm::ToolDefinition> tools;
   std::size_t tools_bytes = 0;  // for the estimates of the input
   for (const json& definition : definitions) {
@@ -786,9 +795,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
                      definition.value("input_schema", json::object())});
     const std::string& name = tools.back().name;
     if (name == "build")
-      tools.back().description = command_tool_description(name, services.settings.commands.build);
+      tools.back().description =
+          command_tool_description(name, loop_commands(spec_, services.settings).build);
     if (name == "test")
-      tools.back().description = command_tool_description(name, services.settings.commands.test);
+      tools.back().description =
+          command_tool_description(name, loop_commands(spec_, services.settings).test);
     if (name == "validate")
       tools.back().description = command_tool_description(name, spec_.validate);
     tools_bytes += tools.back().name.size() + tools.back().description.size() +
@@ -1109,7 +1120,13 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     // validate runs the loop's own validation command (the router's would
     // run [commands] validate).
     validation_calls.push_back(call.name == "validate" && !spec_.validate.empty());
-    dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt});
+    // build and test run the loop's repository's commands as resolved when
+    // it was made, so a restart runs the same.
+    std::optional<std::string> command;
+    if (spec_.repo_settings && (call.name == "build" || call.name == "test")) {
+      command = call.name == "build" ? spec_.commands.build : spec_.commands.test;
+    }
+    dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt, std::move(command)});
     dispatch_index.push_back(i);
   }
 
@@ -1207,16 +1224,17 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   // Lint after edit ([commands] lint): what it reports of each edited file
   // that the file's last lint did not, added to the edit's result.
   std::vector<std::string> lint_notes(calls.size());
-  if (!services.settings.commands.lint.empty() && !stopping_ && !cancel_requested_) {
+  const config::CommandSettings& commands = loop_commands(spec_, services.settings);
+  if (!commands.lint.empty() && !stopping_ && !cancel_requested_) {
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if ((calls[i].name != "edit_file" && calls[i].name != "write_file") ||
           !outcomes[i].value("ok", false)) {
         continue;
       }
       const std::string path = field_text(outcomes[i].value("output", json::object()), "path");
-      if (path.empty() || !lint_wanted(services.settings.commands, path)) continue;
-      const json linted = co_await services.tools.run_validation(
-          spec_.id, spec_.worktree, lint_command(services.settings.commands.lint, path));
+      if (path.empty() || !lint_wanted(commands, path)) continue;
+      const json linted = co_await services.tools.run_validation(spec_.id, spec_.worktree,
+                                                                 lint_command(commands.lint, path));
       if (stopping_) co_return true;
       lint_notes[i] = new_lint_problems(path, linted);
     }
@@ -1334,7 +1352,7 @@ json LoopRun::read_output(const json& args) const {
 }
 
 std::string LoopRun::new_lint_problems(const std::string& path, const json& outcome) {
-  const std::string& command = engine_.services().settings.commands.lint;
+  const std::string& command = loop_commands(spec_, engine_.services().settings).lint;
   const json output = outcome.value("output", json());
   if (!outcome.value("ok", false) || !output.is_object()) {
     const json error = outcome.value("error", json::object());

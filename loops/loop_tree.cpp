@@ -489,6 +489,10 @@ LoopSpec LoopEngine::child_spec(const LoopRun& parent, const std::string& type) 
   spec.generation = parent.progress().generation;
   spec.validate_timeout_s = ps.validate_timeout_s;
   spec.user_branch = ps.user_branch;
+  // The repository's settings as the plan resolved them (repos/).
+  spec.repo_settings = ps.repo_settings;
+  spec.commands = ps.commands;
+  spec.prep = ps.prep;
   return spec;
 }
 

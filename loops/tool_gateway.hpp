@@ -29,6 +29,9 @@ struct GatewayCall {
   // spent in its output's `usage` and `cost_usd`, which the loop adds to
   // its spend. Other tools ignore it.
   std::optional<Allowance> allowance;
+  // build and test: the command of the loop's repository as resolved when
+  // the loop was made (LoopSpec::commands); nullopt: the router resolves it.
+  std::optional<std::string> command;
 };
 
 class ToolGateway {
