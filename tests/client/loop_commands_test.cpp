@@ -176,6 +176,43 @@ TEST_F(LoopCommandsTest, RunDetachSendsTheOptionsWithAnAbsoluteRepoAndPrintsTheI
   EXPECT_TRUE(fake_.requests("events.subscribe").empty());
 }
 
+// --include-uncommitted and --validate-timeout reach loop.create; the
+// uncommitted paths a loop leaves out are said on stderr (stdout keeps the
+// id alone for scripts).
+TEST_F(LoopCommandsTest, RunSendsIncludeUncommittedAndTheValidateTimeoutAndSaysWhatIsLeftOut) {
+  tree_.mkdir("app");
+  fake_.on("loop.create", [](const proto::Request& request) {
+    json loop = a_loop("l-7", "running");
+    loop["uncommitted"] = {{"included", false}, {"paths", {"answer.txt", "extra.txt"}}};
+    return FakeReply::result(request, {{"loop", loop}});
+  });
+  CtlRun run = ctl({"loop", "run", "--repo", tree_.path("app"), "--validate-timeout", "30",
+                    "--detach", "fix it"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "l-7\n");
+  EXPECT_EQ(params_of("loop.create")["validate_timeout_s"], 30);
+  EXPECT_FALSE(params_of("loop.create").contains("include_uncommitted"));
+  EXPECT_NE(run.err.find("left out: uncommitted changes of your checkout (answer.txt, extra.txt)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("--include-uncommitted"), std::string::npos) << run.err;
+
+  run = ctl(
+      {"loop", "run", "--repo", tree_.path("app"), "--include-uncommitted", "--detach", "fix it"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json second = fake_.requests("loop.create").back().params;
+  EXPECT_EQ(second["include_uncommitted"], true);
+  EXPECT_FALSE(second.contains("validate_timeout_s"));
+}
+
+TEST_F(LoopCommandsTest, AValidateTimeoutOutsideOneSecondToADayIsAUsageError) {
+  tree_.mkdir("app");
+  expect_usage_errors(
+      {{"loop", "run", "--repo", tree_.path("app"), "--validate-timeout", "0", "x"},
+       {"loop", "run", "--repo", tree_.path("app"), "--validate-timeout", "86401", "x"},
+       {"plan", "--repo", tree_.path("app"), "--validate-timeout", "-1", "x"}});
+}
+
 TEST_F(LoopCommandsTest, RunDetachWithJsonPrintsTheLoop) {
   fake_.answer("loop.create", {{"loop", a_loop("l-7", "queued")}});
   const CtlRun run = ctl({"--json", "loop", "run", "--repo", "/src/app", "--detach", "task"});
