@@ -266,9 +266,7 @@ TEST(LaneFilesystemSettingsRoots, ARootInsideAPrivateFolderWorks) {
   const VarTmpFolder private_folder(0700);
   { std::ofstream(private_folder.path("secret.txt")) << "private-secret\n"; }
   const std::string roots = private_folder.worktree("roots");
-  ::chmod(private_folder.path("").c_str(), 0700);  // worktree() opened it
   const std::string worktree = private_folder.worktree("roots/wt");
-  ::chmod(private_folder.path("").c_str(), 0700);
   RunnerOptions options;
   options.extra_args = {"--root", roots};
   RunnerHarness runner(options);
@@ -277,9 +275,15 @@ TEST(LaneFilesystemSettingsRoots, ARootInsideAPrivateFolderWorks) {
   const auto out = shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
   EXPECT_EQ(out.value("stdout", ""), "made\n") << text(out);
   EXPECT_TRUE(std::filesystem::exists(worktree + "/made.txt"));
-  const auto peek =
-      shell_in(runner, worktree, "cat " + private_folder.path("secret.txt") + " 2>&1; echo done");
-  EXPECT_EQ(text(peek).find("private-secret"), std::string::npos) << text(peek);
+  // As root the runner (nobody by then) could not pass through the folder:
+  // the lane shows an empty cover in its place, so its other files are not
+  // there. (An ordinary user owns the folder and passes through it; its
+  // files are then as readable as the rest of the host.)
+  if (::getuid() == 0) {
+    const auto peek =
+        shell_in(runner, worktree, "cat " + private_folder.path("secret.txt") + " 2>&1; echo done");
+    EXPECT_EQ(text(peek).find("private-secret"), std::string::npos) << text(peek);
+  }
 }
 
 // The runner's last line is what looprd shows (the lane's last_error, the
