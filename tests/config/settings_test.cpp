@@ -181,6 +181,21 @@ TEST(SettingsEgress, NetworksPortAndPerLaneDomainListsAreRead) {
   EXPECT_TRUE(s.egress.lanes.at("heavy").deny_domains.empty());
 }
 
+// Issue 25: memory_mb is the job's memory (a cgroup limit), 0 for none; the
+// address-space limit is its own key, off by default.
+TEST(SettingsLanes, MemoryMayBeUnlimitedAndTheAddressSpaceLimitIsOffByDefault) {
+  for (const auto& [name, lane] : Settings::defaults().lanes) {
+    EXPECT_GT(lane.memory_mb.value_or(0), 0) << name;
+    EXPECT_FALSE(lane.address_space_mb.has_value()) << name;
+  }
+  const Settings s = merged(
+      "[lanes.heavy]\nmemory_mb = 0\naddress_space_mb = 16384\n"
+      "[lanes.net]\naddress_space_mb = 0\n");
+  EXPECT_EQ(s.lanes.at("heavy").memory_mb, 0);
+  EXPECT_EQ(s.lanes.at("heavy").address_space_mb, 16384);
+  EXPECT_FALSE(s.lanes.at("net").address_space_mb.has_value());
+}
+
 TEST(SettingsWebSearch, NoProviderByDefaultAndEveryKindHasItsDefaults) {
   const WebSearchSettings d = Settings::defaults().web_search;
   EXPECT_EQ(d.provider, "");
@@ -237,6 +252,9 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
        "loopr.toml:2: lanes.no-net.warm_workers:", "at most 256"},
       {"[lanes.heavy]\ncpu_weight = 20000\n",
        "loopr.toml:2: lanes.heavy.cpu_weight:", "at most 10000"},
+      {"[lanes.heavy]\nmemory_mb = 8\n", "loopr.toml:2: lanes.heavy.memory_mb:", "at least 16"},
+      {"[lanes.net]\naddress_space_mb = 32\n",
+       "loopr.toml:2: lanes.net.address_space_mb:", "at least 64"},
       {"[approval]\ndefault = \"yes\"\n", "loopr.toml:2: approval.default:", "auto, ask, deny"},
       {"[approval.lanes]\ngpu = \"ask\"\n", "loopr.toml:2: approval.lanes.gpu:", "unknown lane"},
       {"[approval.tools]\ngrep = \"never\"\n",
@@ -359,6 +377,7 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
     EXPECT_EQ(s.lanes.at(name).network, lane.network) << name;
     EXPECT_EQ(s.lanes.at(name).memory_mb, lane.memory_mb) << name;
     EXPECT_EQ(s.lanes.at(name).pids_max, lane.pids_max) << name;
+    EXPECT_EQ(s.lanes.at(name).address_space_mb, lane.address_space_mb) << name;
   }
   for (const auto& [type, loop] : d.loops) {
     EXPECT_EQ(s.loops.at(type).tools, loop.tools) << type;

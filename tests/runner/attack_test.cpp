@@ -653,6 +653,9 @@ TEST(Attack16Resources, AForkBombEndsWithItsJobAndTheLaneKeepsWorking) {
   ASSERT_FALSE(out.is_discarded()) << bomb.output;
   EXPECT_NE(out["stderr"].get<std::string>().find("Cannot fork"), std::string::npos)
       << "no process limit stopped the bomb; runner: " << runner.runner_stderr();
+  // Which limit, and the key that raises it (issue 25).
+  EXPECT_EQ(out["limit"]["name"], "processes") << out.dump();
+  EXPECT_EQ(out["limit"]["key"], "[lanes.no-net] pids_max in loopr.toml") << out.dump();
   EXPECT_TRUE(processes_with("sleep 1000.7777").empty());
   EXPECT_EQ(runner.shell("echo still here")["stdout"], "still here\n");
 }
@@ -708,6 +711,9 @@ TEST(Attack16Resources, FillingTmpStopsAtItsCap) {
   const auto out = runner.shell("dd if=/dev/zero of=/tmp/fill bs=1M count=64");
   EXPECT_NE(out["exit_code"], 0);
   EXPECT_NE(text(out).find("No space left on device"), std::string::npos) << text(out);
+  EXPECT_EQ(out["limit"]["name"], "disk") << out.dump();
+  EXPECT_EQ(out["limit"]["key"], "[sandbox] tmp_size_mb in loopr.toml") << out.dump();
+  EXPECT_EQ(out["limit"]["value"], 16) << out.dump();
 }
 
 TEST(Attack16Resources, FillingTheWorktreeStopsAtTheFileSizeLimit) {
@@ -729,6 +735,8 @@ TEST(Attack17OutputFlood, YesIsCutAtTheCap) {
   const auto out = json::parse(result.output);
   EXPECT_EQ(out["truncated"], true);
   EXPECT_EQ(out["output_bytes"], 50'000'000);
+  EXPECT_EQ(out["limit"]["name"], "output") << out.dump().substr(0, 2000);
+  EXPECT_EQ(out["limit"]["key"], "max_output_bytes of [tools.run_command] in catalog.toml");
   EXPECT_NE(out["stdout"].get<std::string>().find(" bytes cut (50000000 in all) ...]"),
             std::string::npos);
 }

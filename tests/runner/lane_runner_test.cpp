@@ -89,6 +89,21 @@ TEST(LaneRunner, AToolErrorIsStatusFailedWithTheErrorObject) {
   EXPECT_EQ(json::parse(result.output)["error"]["code"], "not_found");
 }
 
+// A command stopped at its own timeout_ms says that this was the limit, and
+// which argument raises it (issue 25).
+TEST(LaneRunner, ACommandsOwnTimeoutIsNamedAsTheLimit) {
+  RunnerHarness runner;
+  const auto result =
+      runner.run("run_command", {{"command", "exec sleep 1000.2222"}, {"timeout_ms", 300}});
+  ASSERT_EQ(result.status, JobStatus::success) << result.output;
+  const auto out = json::parse(result.output);
+  EXPECT_EQ(out["timed_out"], true);
+  EXPECT_EQ(out["limit"]["name"], "time") << out.dump();
+  EXPECT_EQ(out["limit"]["key"], "timeout_ms (an argument of run_command)") << out.dump();
+  EXPECT_EQ(out["limit"]["value"], 300) << out.dump();
+  EXPECT_FALSE(result.limit.has_value());  // the job itself ended in time
+}
+
 TEST(LaneRunner, TimeoutStopsTheJobAndKeepsItsPartialOutput) {
   RunnerHarness runner;
   // loopr-tool's own timeout is longer than the job's: the runner must act.
@@ -98,6 +113,11 @@ TEST(LaneRunner, TimeoutStopsTheJobAndKeepsItsPartialOutput) {
   EXPECT_EQ(result.status, JobStatus::timeout);
   ASSERT_TRUE(result.error.has_value());
   EXPECT_NE(result.error->find("timeout of 2000 ms"), std::string::npos);
+  // Which limit stopped it, and the key that raises it (issue 25).
+  ASSERT_TRUE(result.limit.has_value());
+  EXPECT_EQ(result.limit->name, "time");
+  EXPECT_EQ(result.limit->key, "timeout_ms of [tools.run_command] in catalog.toml");
+  EXPECT_EQ(result.limit->value, 2000u);
   EXPECT_TRUE(processes_with("sleep 1000.1111").empty());
   // loopr-tool, stopped by the runner's TERM, still printed what it had.
   const auto out = json::parse(result.output, nullptr, false);
