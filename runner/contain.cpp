@@ -253,7 +253,9 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
   } else {
     lane.cgroup_.description = "no pids cgroup for the lane (not asked for)";
   }
-  *lane.memory_ = JobMemoryCgroups::make(spec.lane, spec.job_memory_mb, spec.job_slots);
+  *lane.memory_ = JobMemoryCgroups::make(
+      spec.lane, spec.job_memory_mb, spec.job_slots, spec.limits.max_processes,
+      lane.cgroup_.limited && lane.cgroup_.description.find("(cgroup v2)") != std::string::npos);
   // 1-5, in order; the first step that fails ends the recipe and names itself.
   std::map<std::string, UniqueFd> root_mounts;  // as root, the idmapped roots
   Result<void> done = run_step(spec, "user-namespace", "user namespace", [&]() -> Result<void> {

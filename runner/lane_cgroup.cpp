@@ -171,7 +171,9 @@ std::string read_small(const std::string& path) {
 // Makes job cgroup `dir` with the memory limit; its slot, or nullopt with
 // `why` filled in (and `dir` removed).
 std::optional<JobMemoryCgroups::Slot> make_memory_slot(const std::string& dir, bool v2,
-                                                       std::uint64_t bytes, std::string& why) {
+                                                       std::uint64_t bytes,
+                                                       std::uint64_t pids_per_job,
+                                                       bool require_pids, std::string& why) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     why = "mkdir " + dir + ": " + errno_text(errno);
     return std::nullopt;
@@ -188,6 +190,15 @@ std::optional<JobMemoryCgroups::Slot> make_memory_slot(const std::string& dir, b
   }
   if (const int err = write_file(limit_file, std::to_string(bytes)); err != 0) {
     return give_up("write " + limit_file + ": " + errno_text(err));
+  }
+  if (v2 && ::access((dir + "/pids.max").c_str(), F_OK) == 0) {
+    if (const int err = write_file(dir + "/pids.max", std::to_string(pids_per_job)); err != 0) {
+      return give_up("write " + dir + "/pids.max: " + errno_text(err));
+    }
+  } else if (v2 && require_pids) {
+    return give_up(dir +
+                   ": no pids.max (the pids controller is not enabled for its parent's "
+                   "children), so a job there would escape the lane's pids limit");
   }
   // Swap would let a job exceed the limit by paging out: none beyond it.
   // Optional (a kernel without swap accounting has no such file).
@@ -268,8 +279,8 @@ LaneCgroupReport join_lane_cgroup(const std::string& lane, std::uint64_t pids_ma
 
 namespace loopr::runner {
 
-JobMemoryCgroups JobMemoryCgroups::make(const std::string& lane, std::uint64_t memory_mb,
-                                        int slots) {
+JobMemoryCgroups JobMemoryCgroups::make(const std::string& lane, std::uint64_t memory_mb, int slots,
+                                        std::uint64_t pids_per_job, bool lane_pids_on_v2) {
   JobMemoryCgroups pool;
   pool.memory_mb_ = memory_mb;
   if (memory_mb == 0) {
@@ -287,15 +298,18 @@ JobMemoryCgroups JobMemoryCgroups::make(const std::string& lane, std::uint64_t m
       // (no processes of its own); a refusal shows in the slot's check.
       const std::string controllers = read_small(parent + "/cgroup.controllers");
       const std::string enabled = read_small(parent + "/cgroup.subtree_control");
-      if (has_controller_word(controllers, "memory") && !has_controller_word(enabled, "memory")) {
-        write_file(parent + "/cgroup.subtree_control", "+memory");
+      for (const char* controller : {"memory", "pids"}) {
+        if (has_controller_word(controllers, controller) &&
+            !has_controller_word(enabled, controller)) {
+          write_file(parent + "/cgroup.subtree_control", std::string("+") + controller);
+        }
       }
     }
     std::vector<Slot> made;
     std::string why;
     for (int i = 0; i < slots; ++i) {
       auto slot = make_memory_slot(parent + "/" + lane_dir_name + "-job" + std::to_string(i), v2,
-                                   bytes, why);
+                                   bytes, pids_per_job, lane_pids_on_v2, why);
       if (!slot) break;
       made.push_back(std::move(*slot));
     }

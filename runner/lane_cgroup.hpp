@@ -59,7 +59,12 @@ class JobMemoryCgroups {
     bool busy = false;
   };
 
-  static JobMemoryCgroups make(const std::string& lane, std::uint64_t memory_mb, int slots);
+  // `pids_per_job`: on cgroup v2 a job's cgroup lies beside the lane's pids
+  // cgroup, not in it, so it gets a pids.max of its own; with
+  // `lane_pids_on_v2` (the lane's pids limit is a v2 one) a v2 job cgroup
+  // without one is refused, as the job would escape the lane's limit.
+  static JobMemoryCgroups make(const std::string& lane, std::uint64_t memory_mb, int slots,
+                               std::uint64_t pids_per_job, bool lane_pids_on_v2);
 
   bool limited() const { return !slots_.empty(); }
   std::uint64_t memory_mb() const { return memory_mb_; }
