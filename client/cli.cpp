@@ -17,6 +17,7 @@
 #include "client/mcp_command.hpp"
 #include "client/memory_commands.hpp"
 #include "client/plan_commands.hpp"
+#include "client/repo_commands.hpp"
 #include "client/tui_command.hpp"
 
 namespace loopr::client {
@@ -526,6 +527,33 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
       ->required();
   memory_delete_cmd->callback(
       [&] { command = [&](const CommandContext& c) { return run_memory_delete(c, note_id); }; });
+
+  // ---- repository settings ----
+  auto* repo_cmd = app.add_subcommand(
+      "repo", "a repository's own settings (.loopr/loopr.toml): trust, untrust, show what applies");
+  repo_cmd->require_subcommand(1);
+  std::string repo_dir;
+  const std::string repo_dir_help =
+      "the repository's folder, or one inside it (default: the current folder)";
+  auto* repo_trust_cmd = repo_cmd->add_subcommand(
+      "trust",
+      "honour the repository's .loopr/loopr.toml as it is now (its sha256 is recorded; a "
+      "changed file is not honoured until trusted again)");
+  repo_trust_cmd->add_option("dir", repo_dir, repo_dir_help);
+  repo_trust_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_repo_trust(c, repo_dir); }; });
+  auto* repo_untrust_cmd =
+      repo_cmd->add_subcommand("untrust", "stop honouring the repository's .loopr/loopr.toml");
+  repo_untrust_cmd->add_option("dir", repo_dir, repo_dir_help);
+  repo_untrust_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_repo_untrust(c, repo_dir); }; });
+  auto* repo_show_cmd = repo_cmd->add_subcommand(
+      "show",
+      "whether the repository's file is trusted, and each command and worktree need with where "
+      "it came from (user config, repository file, daemon default)");
+  repo_show_cmd->add_option("dir", repo_dir, repo_dir_help);
+  repo_show_cmd->callback(
+      [&] { command = [&](const CommandContext& c) { return run_repo_show(c, repo_dir); }; });
 
   std::string tui_repo;
   auto* tui_cmd = app.add_subcommand(

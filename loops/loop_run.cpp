@@ -254,6 +254,11 @@ json LoopRun::to_json(bool detailed) const {
                           {"since_ms", validating_since_ms_},
                           {"waiting", engine_.services().tools.waiting_call(spec_.id)}};
   }
+  if (spec_.repo_settings) {
+    // The repository's settings as resolved when the loop was made (repos/).
+    const json recorded = spec_.to_json();
+    loop["repo_settings"] = {{"commands", recorded["commands"]}, {"prep", recorded["prep"]}};
+  }
   if (!spec_.uncommitted_paths.empty()) {
     loop["uncommitted"] = {{"included", spec_.include_uncommitted},
                            {"paths", spec_.uncommitted_paths}};

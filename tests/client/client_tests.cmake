@@ -30,3 +30,12 @@ if(TARGET loopr_daemon_harness)
   target_link_libraries(memory_looprd_test PRIVATE loopr_daemon_harness)
   add_dependencies(memory_looprd_test looprd looprctl loopr-runner loopr-tool)
 endif()
+
+# Repository settings (issue 25): looprctl repo and the repo.* methods, the
+# test tool and a loop's validation against the real looprd.
+if(TARGET loopr_daemon_harness)
+  loopr_add_test(repo_settings_looprd_test repo_settings_looprd_test.cpp looprctl_run.cpp
+                 ../daemon/loop_fixture.cpp)
+  target_link_libraries(repo_settings_looprd_test PRIVATE loopr_daemon_harness)
+  add_dependencies(repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool)
+endif()
