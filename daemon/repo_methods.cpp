@@ -10,6 +10,15 @@ namespace {
 
 using nlohmann::json;
 
+// A request that cannot be done as asked (no such folder, no file to trust,
+// a file that cannot be used) is -32602; a store failure stays internal.
+Error as_invalid_params(Error error) {
+  if (error.code == errc::io) return error;
+  if (!error.details.is_object()) error.details = json::object();
+  error.details["rpc_code"] = static_cast<int>(proto::ControlErrorCode::invalid_params);
+  return error;
+}
+
 // params.repo, a folder, as the repository it belongs to (its top folder).
 Result<std::string> repo_param(const json& params) {
   auto it = params.find("repo");
@@ -17,7 +26,9 @@ Result<std::string> repo_param(const json& params) {
     return make_error(errc::invalid_arguments,
                       "the request needs `repo`, the absolute path of the repository's folder");
   }
-  return repos::repository_of(it->get<std::string>());
+  auto repo = repos::repository_of(it->get<std::string>());
+  if (!repo) return as_invalid_params(std::move(repo).error());
+  return repo;
 }
 
 }  // namespace
@@ -26,7 +37,7 @@ asio::awaitable<Result<json>> MethodRegistry::repo_trust(ClientSession&, const j
   auto repo = repo_param(params);
   if (!repo) co_return std::move(repo).error();
   auto trusted = repos::trust(services_.store, *repo);
-  if (!trusted) co_return std::move(trusted).error();
+  if (!trusted) co_return as_invalid_params(std::move(trusted).error());
   auto shown = repos::resolve(services_.settings, services_.store, *repo);
   if (!shown) co_return std::move(shown).error();
   json result = shown->to_json();
