@@ -1129,6 +1129,52 @@ TEST(DaemonRuntimes, NodesWebAssemblyAndFetchWorkInEveryLaneWithTheDefaultLimits
   }
 }
 
+// [lanes.heavy] memory_mb reaches the runner as the job's memory cgroup: a
+// memory bomb run by the test tool is OOM-killed and its result names the
+// limit and its key. Where the machine gives no memory cgroup (an ordinary
+// user here), looprd's log says the limit is not applied, and no bomb runs.
+TEST(DaemonRuntimes, AJobKilledForMemorySaysWhichLimitAndTheKeyThatRaisesIt) {
+  DaemonOptions options;
+  // The harness's loopr.toml ends in [lanes.heavy]: these keys land there.
+  options.extra_toml =
+      "memory_mb = 64\n[commands]\ntest = \"awk 'BEGIN { s = \\\"x\\\"; while (1) s = s s }'\"\n";
+  DaemonHarness daemon(options);
+  daemon.start();
+  // The heavy runner reports its memory cgroup once it has built its sandbox.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (daemon.log().find("lane heavy: memory limit") == std::string::npos &&
+         daemon.log().find("lane heavy: no memory cgroup") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (daemon.log().find("memory limit 64 MiB per job") == std::string::npos) {
+    EXPECT_NE(daemon.log().find("[lanes.heavy] memory_mb = 64 is NOT applied"), std::string::npos)
+        << daemon.log();
+    return;
+  }
+  const json result = daemon.tool("test", json::object());
+  ASSERT_TRUE(result["output"].contains("limit")) << result.dump();
+  EXPECT_EQ(result["output"]["limit"]["name"], "memory");
+  EXPECT_EQ(result["output"]["limit"]["key"], "[lanes.heavy] memory_mb in loopr.toml");
+  EXPECT_EQ(result["output"]["limit"]["value"], 64);
+}
+
+// The optional address-space limit reaches the runner too, and a command
+// that runs out of it is told which key raises it.
+TEST(DaemonRuntimes, TheAddressSpaceLimitIsOptInAndNamedWhenHit) {
+  DaemonOptions options;
+  options.extra_toml =
+      "address_space_mb = 256\n[commands]\ntest = \"awk 'BEGIN { s = \\\"x\\\"; while (1) s = s s "
+      "}'\"\n";
+  DaemonHarness daemon(options);
+  daemon.start();
+  const json result = daemon.tool("test", json::object());
+  EXPECT_NE(result["output"]["exit_code"], 0) << result.dump();
+  EXPECT_EQ(result["output"]["limit"]["name"], "address_space") << result.dump();
+  EXPECT_EQ(result["output"]["limit"]["key"], "[lanes.heavy] address_space_mb in loopr.toml");
+  EXPECT_EQ(result["output"]["limit"]["value"], 256);
+}
+
 // Issue 25: a client that shows only "403" of a refused CONNECT (curl, npm)
 // leaves the model guessing; the command's result carries the proxy's
 // reason for each refused connection of the call, with the key that would
