@@ -528,9 +528,24 @@ asio::awaitable<void> RunnerLink::log_stderr(int fd, std::shared_ptr<StderrLog> 
       std::string line = pending.substr(0, newline);
       pending.erase(0, newline + 1);
       if (line.empty()) continue;
-      spdlog::info("lane {} runner: {}", config_.lane, line);
       const std::string_view prefix = "loopr-runner: ";
       log->last_line = line.starts_with(prefix) ? line.substr(prefix.size()) : line;
+      // The runner's report of its cgroup limits (runner/main.cpp): kept for
+      // `daemon status`, and a limit that is not applied is a warning.
+      const std::string lane_prefix = "lane " + config_.lane + ": ";
+      if (log->last_line.starts_with(lane_prefix)) {
+        const std::string fact = log->last_line.substr(lane_prefix.size());
+        const bool pids = fact.starts_with("pids.max") || fact.starts_with("no pids cgroup");
+        const bool memory = fact.starts_with("memory limit") ||
+                            fact.starts_with("no memory cgroup") ||
+                            fact.starts_with("no memory limit");
+        if (pids || memory) cgroup_report_[pids ? "pids" : "memory"] = fact;
+        if (fact.find("is NOT applied") != std::string::npos) {
+          spdlog::warn("lane {} runner: {}", config_.lane, line);
+          continue;
+        }
+      }
+      spdlog::info("lane {} runner: {}", config_.lane, line);
     }
     if (pending.size() > 8192) pending.clear();  // a runner line is never this long
   }
@@ -770,6 +785,7 @@ nlohmann::json RunnerLink::status_json() const {
                            {"queued", queue_.size()},
                            {"restarts", metrics_.runner_restarts(config_.lane)}};
   if (!last_error_.empty()) status["last_error"] = last_error_;
+  if (!cgroup_report_.empty()) status["cgroups"] = cgroup_report_;
   return status;
 }
 

@@ -146,6 +146,9 @@ class RunnerLink {
   pid_t pid_ = -1;
   std::uint32_t slots_ = 1;
   std::string last_error_;  // why the lane is failed or last restarted
+  // What the runner said of its cgroup limits, by kind ("pids", "memory"):
+  // where each lives, or why it is not applied (status_json "cgroups").
+  std::map<std::string, std::string> cgroup_report_;
   std::shared_ptr<Connection> connection_;
   std::deque<std::shared_ptr<PendingJob>> queue_;
   std::map<std::string, std::shared_ptr<PendingJob>> in_flight_;

@@ -1147,11 +1147,21 @@ TEST(DaemonRuntimes, AJobKilledForMemorySaysWhichLimitAndTheKeyThatRaisesIt) {
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
+  // `daemon status` (metrics.get) says where the lane's limits live, or why not.
+  const json metrics = daemon.call("metrics.get");
+  json heavy = json::object();
+  for (const json& lane : metrics.value("lanes", json::array()))
+    if (lane.value("lane", "") == "heavy") heavy = lane;
+  ASSERT_TRUE(heavy.contains("cgroups")) << metrics.dump();
+  const std::string memory = heavy["cgroups"].value("memory", "");
   if (daemon.log().find("memory limit 64 MiB per job") == std::string::npos) {
     EXPECT_NE(daemon.log().find("[lanes.heavy] memory_mb = 64 is NOT applied"), std::string::npos)
         << daemon.log();
+    EXPECT_NE(memory.find("is NOT applied"), std::string::npos) << heavy.dump();
     return;
   }
+  EXPECT_EQ(memory.rfind("memory limit 64 MiB per job", 0), 0u) << heavy.dump();
+  EXPECT_FALSE(heavy["cgroups"].value("pids", "").empty()) << heavy.dump();
   const json result = daemon.tool("test", json::object());
   ASSERT_TRUE(result["output"].contains("limit")) << result.dump();
   EXPECT_EQ(result["output"]["limit"]["name"], "memory");
