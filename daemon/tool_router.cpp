@@ -175,26 +175,28 @@ void relativize_path(json& args, const std::string& given_worktree) {
 }
 
 // The job's result says which loopr limit ended it (the runner's memory
-// cgroup or timeout): in the tool's JSON result as `limit`, and in the
-// error the model reads when there is no JSON result.
-void add_limit(ToolCallOutcome& outcome, const proto::LimitHit& limit) {
+// cgroup or timeout): in a command's JSON result as `limit`, and in the
+// error's details (and message, when there is no JSON result). Other tools'
+// results keep their schema.
+void add_limit(ToolCallOutcome& outcome, const std::string& tool, const proto::LimitHit& limit) {
   const json hit = {{"name", limit.name},
                     {"key", limit.key},
                     {"value", limit.value},
                     {"unit", limit.unit},
                     {"message", limit.message}};
-  if (outcome.output.is_object()) outcome.output["limit"] = hit;
+  const bool in_output = outcome.output.is_object() && runs_a_command(tool);
+  if (in_output) outcome.output["limit"] = hit;
   if (outcome.error) {
-    if (!outcome.output.is_object()) outcome.error->message += "; " + limit.message;
+    if (!in_output) outcome.error->message += "; " + limit.message;
     if (!outcome.error->details.is_object()) outcome.error->details = json::object();
     outcome.error->details["limit"] = hit;
   }
 }
 
-// What the egress proxy refused during the call, as `egress_refused` in its
-// result (or the error's details): npm's "403 Forbidden" alone does not say
-// which rule or which key would allow the host.
-void add_egress_refusals(ToolCallOutcome& outcome,
+// What the egress proxy refused during the call, as `egress_refused` in a
+// command's result (or the error's details): npm's "403 Forbidden" alone
+// does not say which rule or which key would allow the host.
+void add_egress_refusals(ToolCallOutcome& outcome, const std::string& tool,
                          const std::vector<egress::NetConnection>& refused) {
   if (refused.empty()) return;
   json list = json::array();
@@ -206,7 +208,7 @@ void add_egress_refusals(ToolCallOutcome& outcome,
     if (!connection.allow_key.empty()) entry["allow_key"] = connection.allow_key;
     list.push_back(std::move(entry));
   }
-  if (outcome.output.is_object()) {
+  if (outcome.output.is_object() && runs_a_command(tool)) {
     outcome.output["egress_refused"] = std::move(list);
   } else if (outcome.error) {
     if (!outcome.error->details.is_object()) outcome.error->details = json::object();
@@ -307,7 +309,7 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
                                  "looprd's log say more");
       break;
   }
-  if (result.limit) add_limit(outcome, *result.limit);
+  if (result.limit) add_limit(outcome, tool.name, *result.limit);
   return outcome;
 }
 
@@ -580,7 +582,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // 6. outcome, read tracking, record
   ToolCallOutcome done = outcome_from_job(reply.result, *tool);
   if (reply.link_error) done.error = std::move(*reply.link_error);
-  add_egress_refusals(done, refused);
+  add_egress_refusals(done, tool->name, refused);
   done.call_id = call_id;
   done.tool = tool->name;
   done.lane = tool->lane;

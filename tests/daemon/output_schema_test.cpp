@@ -403,6 +403,7 @@ TEST_F(OutputSchemaTest, CommandTools) {
   EXPECT_EQ(call("run_command", {{"command", "echo oops >&2; exit 3"}})["exit_code"], 3);
   json slow = call("run_command", {{"command", "sleep 30"}, {"timeout_ms", 200}});
   EXPECT_EQ(slow["timed_out"], true);
+  EXPECT_EQ(slow["limit"]["name"], "time") << slow.dump();
   json killed = call("run_command", {{"command", "kill -9 $$"}});
   EXPECT_TRUE(killed["exit_code"].is_null()) << killed.dump();
   EXPECT_EQ(killed["signal"], 9);
@@ -417,6 +418,10 @@ TEST_F(OutputSchemaTest, CommandTools) {
                   .contains("disk_note"));
   write("sub/here.txt", "");
   EXPECT_EQ(call("run_command", {{"command", "ls"}, {"cwd", "sub"}})["stdout"], "here.txt\n");
+  // A connection the egress proxy refused: its reason and the key that allows it.
+  json refused = call("run_command", {{"command", "curl -sS --noproxy '' http://127.0.0.1:1/"}});
+  EXPECT_EQ(refused["egress_refused"][0]["allow_key"], "[egress] allowed_networks")
+      << refused.dump();
 
   // run_command_isolated, and the configured build, test and validate.
   EXPECT_EQ(call("run_command_isolated", {{"command", "echo quiet"}})["stdout"], "quiet\n");
