@@ -31,9 +31,10 @@ class RepoSettingsLooprdTest : public ::testing::Test {
  protected:
   // looprd with `extra_toml`, a scripted provider solving the sample task,
   // and the sample project (with kRepoFile committed when `with_file`).
-  void start(const std::string& extra_toml, bool with_file = true) {
+  void start(const std::string& extra_toml, bool with_file = true,
+             std::vector<json> turns = solving_turns()) {
     const std::string toml = "[commands]\ntest = \"echo daemon-test\"\n" + extra_toml;
-    daemon_ = start_scripted_looprd(scripts_, {{"scripted", solving_turns()}}, toml, repo_);
+    daemon_ = start_scripted_looprd(scripts_, {{"scripted", std::move(turns)}}, toml, repo_);
     if (with_file) {
       write_repo_file(kRepoFile);
       git(repo_.path, {"add", ".loopr"});
@@ -41,6 +42,16 @@ class RepoSettingsLooprdTest : public ::testing::Test {
                                                    "commit", "-q", "-m", "loopr settings"});
       ASSERT_EQ(committed.exit_code, 0) << committed.out;
     }
+  }
+
+  // Read, run the test tool, edit, complete; the first turn is slow so the
+  // test can change the repository's settings while the loop runs.
+  static std::vector<json> testing_turns() {
+    return {turn({tool_call("r1", "read_file", {{"path", "answer.txt"}})}, {{"delay_ms", 1500}}),
+            turn({tool_call("t1", "test", json::object())}),
+            turn({tool_call("e1", "edit_file",
+                            {{"path", "answer.txt"}, {"old_string", "41"}, {"new_string", "42"}})}),
+            turn({tool_call("c1", "complete_task", {{"summary", "42"}})})};
   }
 
   static std::vector<json> solving_turns() {
@@ -129,8 +140,7 @@ TEST_F(RepoSettingsLooprdTest, TheTestToolRunsTheTrustedRepositoryCommandOnly) {
   EXPECT_NE(trusted.out.find("[worktrees] include     node_modules  (repository file)"),
             std::string::npos)
       << trusted.out;
-  EXPECT_NE(trusted.out.find("[commands] build        (none)  (daemon default)"),
-            std::string::npos)
+  EXPECT_NE(trusted.out.find("[commands] build        (none)  (daemon default)"), std::string::npos)
       << trusted.out;
   reply = test_tool(repo_.path);
   EXPECT_EQ(reply["status"], "success") << reply.dump();
@@ -202,6 +212,33 @@ TEST_F(RepoSettingsLooprdTest, ALoopValidatesWithTheRepositoryCommandOnceTrusted
   EXPECT_EQ(done["status"], "completed") << done.dump(2);
   EXPECT_EQ(done["last_validation"]["passed"], true) << done.dump(2);
   EXPECT_NE(done["last_validation"]["output"].get<std::string>().find("PASS"), std::string::npos);
+}
+
+TEST_F(RepoSettingsLooprdTest, ALoopRunsTheCommandsItWasMadeWithWhateverTheFileBecomes) {
+  start("", true, testing_turns());
+  ASSERT_EQ(ctl({"repo", "trust", repo_.path}).exit_code, 0);
+  auto created = create_loop_raw();
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  const std::string id = (*created)["loop"]["id"];
+  // While its first model turn is under way, the file changes and is no
+  // longer trusted: a client's own call is refused now ...
+  write_repo_file("[commands]\ntest = \"echo changed\"\nvalidate = \"false\"\n");
+  ASSERT_EQ(ctl({"repo", "untrust", repo_.path}).exit_code, 0);
+  EXPECT_EQ(test_tool(repo_.path)["status"], "denied");
+  // ... but the loop runs what it was made with (LoopSpec, kept in the store).
+  const json done = wait_final(*daemon_, id);
+  EXPECT_EQ(done["status"], "completed") << done.dump(2);
+  bool saw_test = false;
+  for (const json& step : steps_of_kind(read_transcript(*daemon_, id), "tool_results")) {
+    for (const json& result : step["data"].value("results", json::array())) {
+      if (result.value("name", "") != "test") continue;
+      saw_test = true;
+      EXPECT_EQ(result["status"], "success") << result.dump();
+      EXPECT_EQ(stdout_of(result.value("outcome", json::object())), "repo-file-test\n")
+          << result.dump();
+    }
+  }
+  EXPECT_TRUE(saw_test);
 }
 
 TEST_F(RepoSettingsLooprdTest, HostileFilesAreRefusedWithAClearError) {
@@ -280,8 +317,7 @@ TEST_F(RepoSettingsLooprdTest, UserConfigBeatsTheRepositoryFileWhichBeatsTheDaem
   EXPECT_NE(shown.out.find("[commands] validate     sh test.sh  (repository file)"),
             std::string::npos)
       << shown.out;
-  EXPECT_NE(shown.out.find("[commands] build        (none)  (daemon default)"),
-            std::string::npos)
+  EXPECT_NE(shown.out.find("[commands] build        (none)  (daemon default)"), std::string::npos)
       << shown.out;
   auto created = create_loop_raw();
   ASSERT_TRUE(created.ok()) << created.error().message;
