@@ -367,6 +367,7 @@ Result<RunningWorker> LaneSandbox::start_worker(const std::string& worktree) con
   launch.tool = "serve";
   launch.worktree = worktree;
   launch.cwd = worktree;
+  launch.memory_cgroup_procs = memory_->workers_procs_fd();
   const StartFds fds{theirs.get(),       theirs.get(),       quiet.get(),
                      setup->write.get(), tool_binary_.get(), worker_filter_.get()};
   auto started = clone_job(launch, fds, /*warm_worker=*/true);

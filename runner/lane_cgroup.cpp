@@ -116,11 +116,13 @@ void remove_stale(const std::string& parent, const std::string& prefix) {
   while (dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
     if (name.rfind(prefix, 0) != 0) continue;
-    // "<pid>", or "<pid>-job<i>" for a job's memory cgroup.
+    // "<pid>", or "<pid>-job<i>" / "<pid>-workers" for the memory cgroups.
     std::string pid_text = name.substr(prefix.size());
-    if (const auto dash = pid_text.find("-job"); dash != std::string::npos) {
-      const std::string index = pid_text.substr(dash + 4);
-      if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (const auto dash = pid_text.find('-'); dash != std::string::npos) {
+      const std::string kind = pid_text.substr(dash + 1);
+      const bool job = kind.rfind("job", 0) == 0 && kind.size() > 3 &&
+                       kind.find_first_not_of("0123456789", 3) == std::string::npos;
+      if (!job && kind != "workers") continue;
       pid_text.resize(dash);
     }
     if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -307,22 +309,30 @@ JobMemoryCgroups JobMemoryCgroups::make(const std::string& lane, std::uint64_t m
     }
     std::vector<Slot> made;
     std::string why;
-    for (int i = 0; i < slots; ++i) {
-      auto slot = make_memory_slot(parent + "/" + lane_dir_name + "-job" + std::to_string(i), v2,
-                                   bytes, pids_per_job, lane_pids_on_v2, why);
+    // One per job slot, and the last one for the lane's warm workers.
+    for (int i = 0; i <= slots; ++i) {
+      const std::string name = i < slots ? "-job" + std::to_string(i) : std::string("-workers");
+      auto slot = make_memory_slot(parent + "/" + lane_dir_name + name, v2, bytes, pids_per_job,
+                                   lane_pids_on_v2, why);
       if (!slot) break;
       made.push_back(std::move(*slot));
     }
-    if (static_cast<int>(made.size()) == slots) {
+    if (static_cast<int>(made.size()) == slots + 1) {
+      pool.workers_ = std::move(made.back());
+      made.pop_back();
       pool.slots_ = std::move(made);
       pool.description_ = "memory limit " + std::to_string(memory_mb) + " MiB per job (" +
                           (v2 ? "memory.max, cgroup v2" : "memory.limit_in_bytes, cgroup v1") +
                           ") in " + parent + "/" + lane_dir_name + "-job0.." +
-                          std::to_string(slots - 1);
+                          std::to_string(slots - 1) +
+                          ", and as much for the lane's warm workers "
+                          "together (" +
+                          lane_dir_name + "-workers)";
       return pool;
     }
     for (const Slot& slot : made)
       ::rmdir(slot.path.c_str());
+    made.clear();
     reasons.push_back(why);
   }
   if (reasons.empty()) reasons.push_back("no cgroup hierarchy with the memory controller");

@@ -74,11 +74,15 @@ class JobMemoryCgroups {
   void release(int slot);
   // The cgroup.procs fd of `slot` for the job to write "0" to; -1 for slot -1.
   int procs_fd(int slot) const;
+  // The one cgroup all the lane's warm workers join (memory_mb for them
+  // all); -1 without a memory limit.
+  int workers_procs_fd() const { return workers_.procs.get(); }
   // The kernel's count of OOM kills in `slot`'s cgroup since it was made.
   std::uint64_t oom_kills(int slot) const;
 
  private:
   std::vector<Slot> slots_;
+  Slot workers_;
   std::uint64_t memory_mb_ = 0;
   std::string description_;
 };

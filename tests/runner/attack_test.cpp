@@ -702,6 +702,17 @@ TEST(Attack16Resources, AMemoryBombIsKilledInTheJobsMemoryCgroup) {
   const auto next = runner.run("run_command", {{"command", "echo still here"}});
   EXPECT_FALSE(next.limit.has_value());
   EXPECT_EQ(json::parse(next.output)["stdout"], "still here\n");
+  // The lane's warm workers (the file tools) share one memory cgroup.
+  runner.tree().write("wt/read-me.txt", "x\n");
+  EXPECT_EQ(runner.run("read_file", {{"path", "read-me.txt"}}).status, JobStatus::success);
+  const auto in = report.find(" in /", report.find("memory limit 128 MiB per job"));
+  const auto jobs = report.find("-job0..", in);
+  ASSERT_TRUE(in != std::string::npos && jobs != std::string::npos) << report;
+  const std::string workers = report.substr(in + 4, jobs - in - 4) + "-workers";
+  std::ifstream procs(workers + "/cgroup.procs");
+  std::string first;
+  EXPECT_TRUE(std::getline(procs, first) && !first.empty())
+      << "no warm worker in " << workers << "; " << report;
 }
 
 TEST(Attack16Resources, FillingTmpStopsAtItsCap) {
