@@ -234,8 +234,10 @@ Json limit_hit(const std::string& out, const std::string& err, int worktree_fd) 
                             "than they use: the user can raise it or remove it");
     }
   }
-  if (contains(text, "Cannot fork") || contains(text, "fork: Resource temporarily unavailable") ||
-      contains(text, "fork: retry") || contains(text, "Resource temporarily unavailable")) {
+  const bool again = contains(text, "Resource temporarily unavailable");
+  if (contains(text, "Cannot fork") || contains(text, "can't fork") ||
+      contains(text, "fork: retry") ||
+      (again && (contains(text, "fork") || contains(text, "thread")))) {
     rlimit limit{};
     ::getrlimit(RLIMIT_NPROC, &limit);
     const std::uint64_t value = limit.rlim_cur == RLIM_INFINITY ? 0 : limit.rlim_cur;
