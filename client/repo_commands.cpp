@@ -1,6 +1,7 @@
 // looprctl repo trust | untrust | show.
 #include "client/repo_commands.hpp"
 
+#include <functional>
 #include <ostream>
 
 #include "client/client_paths.hpp"
@@ -91,45 +92,44 @@ void print_repo_settings(const json& shown, std::ostream& out) {
   }
 }
 
-int run_repo_trust(const CommandContext& context, const std::string& dir) {
-  auto result = call_repo(context, "repo.trust", dir);
+namespace {
+
+// Calls `method` for `dir`; prints the JSON result with --json, else the
+// line `head` makes of it (none when empty) and the settings.
+int run_repo_method(const CommandContext& context, const std::string& method,
+                    const std::string& dir, const std::function<std::string(const json&)>& head) {
+  auto result = call_repo(context, method, dir);
   if (!result) return context.fail(result.error());
   if (context.json) {
     context.print_json(*result);
     return to_int(ExitStatus::ok);
   }
-  const json file = result->value("file", json::object());
-  context.out << "trusted " << text_of(file, "path") << " (" << short_hash(text_of(file, "hash"))
-              << "); a change to it is not honoured until you trust it again\n";
+  if (head) context.out << head(*result) << '\n';
   print_repo_settings(*result, context.out);
   return to_int(ExitStatus::ok);
+}
+
+}  // namespace
+
+int run_repo_trust(const CommandContext& context, const std::string& dir) {
+  return run_repo_method(context, "repo.trust", dir, [](const json& result) {
+    const json file = result.value("file", json::object());
+    return "trusted " + text_of(file, "path") + " (" + short_hash(text_of(file, "hash")) +
+           "); a change to it is not honoured until you trust it again";
+  });
 }
 
 int run_repo_untrust(const CommandContext& context, const std::string& dir) {
-  auto result = call_repo(context, "repo.untrust", dir);
-  if (!result) return context.fail(result.error());
-  if (context.json) {
-    context.print_json(*result);
-    return to_int(ExitStatus::ok);
-  }
-  const std::string repo = text_of(*result, "repo");
-  context.out << (result->value("untrusted", false)
-                      ? "no longer trusted: " + repo + " (its .loopr/loopr.toml is not honoured)"
-                      : repo + " was not trusted")
-              << '\n';
-  print_repo_settings(*result, context.out);
-  return to_int(ExitStatus::ok);
+  return run_repo_method(context, "repo.untrust", dir, [](const json& result) {
+    const std::string repo = text_of(result, "repo");
+    return result.value("untrusted", false)
+               ? "no longer trusted: " + repo + " (its .loopr/loopr.toml is not honoured)"
+               : repo + " was not trusted";
+  });
 }
 
 int run_repo_show(const CommandContext& context, const std::string& dir) {
-  auto result = call_repo(context, "repo.show", dir);
-  if (!result) return context.fail(result.error());
-  if (context.json) {
-    context.print_json(*result);
-    return to_int(ExitStatus::ok);
-  }
-  print_repo_settings(*result, context.out);
-  return to_int(ExitStatus::ok);
+  return run_repo_method(context, "repo.show", dir, nullptr);
 }
 
 }  // namespace loopr::client

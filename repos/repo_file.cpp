@@ -1,17 +1,16 @@
 #include "repos/repo_file.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <new>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "store/store.hpp"
 
 namespace loopr::repos {
 
@@ -22,22 +21,6 @@ std::string describe_errno(int err) {
 }
 
 }  // namespace
-
-std::string sha256_of(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  // EVP_Digest fails only when it cannot allocate its context.
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::bad_alloc();
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xF];
-  }
-  return out;
-}
 
 RepoFile read_repo_file(const std::string& repo) {
   RepoFile file;
@@ -122,7 +105,7 @@ RepoFile read_repo_file(const std::string& repo) {
     return file;
   }
   bytes.resize(have);
-  file.hash = sha256_of(bytes);
+  file.hash = store::sha256_digest(bytes);
   try {
     std::istringstream in(bytes);
     file.settings = config::parse_repository_file(in, file.path);

@@ -32,7 +32,4 @@ struct RepoFile {
 // `repo` is the repository's realpath.
 RepoFile read_repo_file(const std::string& repo);
 
-// "sha256:<64 hex digits>" of `bytes`.
-std::string sha256_of(std::string_view bytes);
-
 }  // namespace loopr::repos

@@ -526,11 +526,14 @@ Result<std::int64_t> Store::count_tool_calls() const {
 // ---- args_digest ------------------------------------------------------------
 
 std::string args_digest(const nlohmann::json& args) {
-  const std::string canonical = args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return sha256_digest(args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string sha256_digest(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   // EVP_Digest fails only when it cannot allocate its context.
-  if (EVP_Digest(canonical.data(), canonical.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
     throw std::bad_alloc();
   }
   static constexpr char kHex[] = "0123456789abcdef";

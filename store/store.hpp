@@ -67,6 +67,8 @@ inline constexpr std::size_t kMaxRecentToolCalls = 10000;
 // sorted, so equal arguments give equal digests whatever their key order.
 // Invalid UTF-8 in a string (impossible for parsed JSON) is digested as U+FFFD.
 std::string args_digest(const nlohmann::json& args);
+// "sha256:<64 hex digits>" of `bytes` (a repository's trusted file, repo_trust).
+std::string sha256_digest(std::string_view bytes);
 
 // One step of the schema history: the SQL that takes the database from
 // version - 1 to version. SQL only, no values; it runs in a transaction that
