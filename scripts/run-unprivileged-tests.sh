@@ -8,8 +8,8 @@
 # Usage (as root): scripts/run-unprivileged-tests.sh [BUILD_DIR] [gtest args...]
 #   BUILD_DIR defaults to build; the binaries must be built already
 #   (runner_test daemon_integration_test loop_integration_test loop_provider_test
-#   plan_integration_test disk_full_test memory_daemon_test output_schema_test looprd looprctl
-#   loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
+#   plan_integration_test disk_full_test memory_daemon_test output_schema_test
+#   repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
 #   (useradd --system, no home, no login shell) if it does not exist.
@@ -24,8 +24,8 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
-  plan_integration_test disk_full_test memory_daemon_test output_schema_test looprd looprctl
-  loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
+  plan_integration_test disk_full_test memory_daemon_test output_schema_test
+  repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2
@@ -106,4 +106,9 @@ as_user "$work/bin/memory_daemon_test" "$@" || status=1
 # whose lanes are built from the user's own namespaces.
 echo "== output_schema_test as $user (uid $uid)"
 as_user "$work/bin/output_schema_test" "$@" || status=1
+
+# A repository's own settings as the user (SECURITY class 29): honoured only
+# once trusted, hostile files refused, commands run in the user's sandbox.
+echo "== repo_settings_looprd_test as $user (uid $uid)"
+as_user "$work/bin/repo_settings_looprd_test" "$@" || status=1
 exit "$status"
