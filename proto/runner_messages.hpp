@@ -97,9 +97,9 @@ struct JobResult {
   std::string stderr_bytes;               // bytes; wire name "stderr"
   std::optional<std::int32_t> exit_code;  // absent when killed or never started
   std::uint64_t duration_ms = 0;
-  bool truncated = false;            // output hit max_output_bytes
-  std::optional<std::string> error;  // runner-side failure, for status error
-  std::optional<LimitHit> limit;     // a loopr limit that ended the job
+  bool truncated = false;                        // output hit max_output_bytes
+  std::optional<std::string> error;              // runner-side failure, for status error
+  std::optional<LimitHit> limit = std::nullopt;  // a loopr limit that ended the job
   bool operator==(const JobResult&) const = default;
 };
 
