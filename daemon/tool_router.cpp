@@ -442,9 +442,10 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       command = *request.command;
     } else {
       // A loop's calls carry the repository loopr made the loop for; a
-      // client's own call is about the repository its worktree is in.
+      // client's own call is about the repository its worktree is in (a
+      // subfolder or a linked worktree names its repository's top).
       const std::string repo =
-          request.repo.empty() ? memory::repository_of(*worktree) : canonical_or_same(request.repo);
+          memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo));
       auto effective = repos::resolve(settings_, store_, repo);
       if (!effective) co_return fail("error", effective.error());
       if (auto refused = effective->refusal_for("commands." + tool->name)) {
