@@ -3,6 +3,7 @@
 // repository_settings.cpp (a repository's .loopr/loopr.toml).
 #pragma once
 
+#include <string>
 #include <toml.hpp>
 #include <vector>
 
@@ -10,6 +11,12 @@
 #include "config/repository_settings.hpp"
 
 namespace loopr::config::detail {
+
+// One [worktrees] include pattern (at `key`): it must name files of the
+// checkout, relative to its top — not empty, not absolute or "~", no ".."
+// component, no NUL. Throws ConfigError naming the key otherwise.
+void check_include_pattern(const toml::value& at, const std::string& key,
+                           const std::string& pattern);
 
 // The value of loopr.toml's `repositories` key: an array of tables, each
 // with `path` and optional [commands] and [worktrees] tables.

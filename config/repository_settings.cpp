@@ -29,25 +29,6 @@ constexpr const char* kRepoFileAllows =
     "a repository's .loopr/loopr.toml may set only [commands] (build, test, validate, lint, "
     "lint_files) and [worktrees] (include, setup)";
 
-// An include pattern names files of the checkout: relative, within it.
-void check_include_pattern(const toml::value& at, const std::string& key,
-                           const std::string& pattern) {
-  if (pattern.empty()) fail(at, key, "must not be empty");
-  if (pattern.find('\0') != std::string::npos) fail(at, key, "must not hold a NUL byte");
-  if (pattern.front() == '/' || pattern.front() == '~') {
-    fail(at, key,
-         "\"" + pattern +
-             "\" is not relative: include patterns name files of the repository's checkout, "
-             "relative to its top (\"node_modules\", \"build/\", \".env\")");
-  }
-  for (const auto& part : fs::path(pattern)) {
-    if (part == "..") {
-      fail(at, key,
-           "\"" + pattern + "\" reaches outside the checkout with \"..\"; name files inside it");
-    }
-  }
-}
-
 // [commands] of either place; `prefix` is how keys are named in errors
 // ("commands", "repositories[0].commands").
 void read_commands(const toml::value& table, const std::string& prefix, RepoSettings& out) {
@@ -78,7 +59,8 @@ void read_worktrees(const toml::value& table, const std::string& prefix, bool re
     if (entry.key == "include") {
       std::vector<std::string> patterns = detail::read_string_list(v, key);
       for (std::size_t i = 0; i < patterns.size(); ++i) {
-        check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]", patterns[i]);
+        detail::check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]",
+                                      patterns[i]);
       }
       out.include = std::move(patterns);
     } else if (entry.key == "setup") {
@@ -124,6 +106,25 @@ RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
 }
 
 namespace detail {
+
+// An include pattern names files of the checkout: relative, within it.
+void check_include_pattern(const toml::value& at, const std::string& key,
+                           const std::string& pattern) {
+  if (pattern.empty()) fail(at, key, "must not be empty");
+  if (pattern.find('\0') != std::string::npos) fail(at, key, "must not hold a NUL byte");
+  if (pattern.front() == '/' || pattern.front() == '~') {
+    fail(at, key,
+         "\"" + pattern +
+             "\" is not relative: include patterns name files of the repository's checkout, "
+             "relative to its top (\"node_modules\", \"build/\", \".env\")");
+  }
+  for (const auto& part : fs::path(pattern)) {
+    if (part == "..") {
+      fail(at, key,
+           "\"" + pattern + "\" reaches outside the checkout with \"..\"; name files inside it");
+    }
+  }
+}
 
 std::vector<RepositoryEntry> read_repositories(const toml::value& v, const EnvLookup& env) {
   if (!v.is_array()) {
