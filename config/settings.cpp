@@ -777,7 +777,8 @@ class SettingsReader {
 
   void worktrees(const toml::value& table) {
     detail::require_table(table, "worktrees");
-    detail::refuse_unknown_keys(table, "worktrees", {"folder", "keep_finished_s"});
+    detail::refuse_unknown_keys(table, "worktrees",
+                                {"folder", "keep_finished_s", "include", "setup"});
     for (const auto& entry : detail::entries(table)) {
       const toml::value& v = *entry.value;
       const std::string key = "worktrees." + entry.key;
@@ -787,6 +788,23 @@ class SettingsReader {
       } else if (entry.key == "keep_finished_s") {
         s_.worktrees.keep_finished_s =
             detail::read_integer_in(v, key, -1, 10 * 365 * 86400, "seconds; -1: never");
+      } else if (entry.key == "include") {
+        // Files of the checkout: relative, within it (loops/worktree_prep.hpp).
+        s_.worktrees.prep.include = detail::read_string_list(v, key);
+        for (const std::string& pattern : s_.worktrees.prep.include) {
+          const bool outside = pattern.empty() || pattern.front() == '/' ||
+                               pattern.front() == '~' || pattern.find('\0') != std::string::npos ||
+                               std::any_of(fs::path(pattern).begin(), fs::path(pattern).end(),
+                                           [](const fs::path& part) { return part == ".."; });
+          if (outside) {
+            detail::fail(v, key,
+                         "\"" + pattern +
+                             "\" must name files inside the checkout, relative to its top "
+                             "(\"node_modules\", \"build/\", \".env\"), without \"..\"");
+          }
+        }
+      } else if (entry.key == "setup") {
+        s_.worktrees.prep.setup = detail::read_string(v, key);
       }
     }
   }

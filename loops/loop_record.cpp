@@ -167,6 +167,7 @@ json LoopProgress::to_json() const {
           {"queue_reason", queue_reason},
           {"finished_at_ms", finished_at_ms},
           {"worktree_removed", worktree_removed},
+          {"worktree_prepared", worktree_prepared},
           {"kept_out", kept_out},
           {"written_kept_out", written_kept_out}};
 }
@@ -216,6 +217,8 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.queue_reason = text(value, "queue_reason");
   p.finished_at_ms = integer(value, "finished_at_ms");
   p.worktree_removed = value.value("worktree_removed", false);
+  // A loop stored before the flag that had started was prepared as it was.
+  p.worktree_prepared = value.value("worktree_prepared", p.iteration > 0);
   p.kept_out = strings(value, "kept_out");
   p.written_kept_out = strings(value, "written_kept_out");
   return p;

@@ -115,6 +115,9 @@ struct LoopProgress {
   std::string queue_reason;
   std::int64_t finished_at_ms = 0;  // its tree finished (for [worktrees] keep_finished_s)
   bool worktree_removed = false;
+  // The worktree got its [worktrees] include / parent's build outputs and
+  // ran its setup (LoopRun::prepare_worktree): never again, restarts included.
+  bool worktree_prepared = false;
   // Untracked paths (files, or folders git lists as a whole) that the
   // daemon's own commands made in the worktree — the setup, a validation —
   // and that no commit of the loop takes (worktree_changes.hpp). A path the

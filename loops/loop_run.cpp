@@ -615,6 +615,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
     co_return finish(LoopStatus::failed, "max_iterations: " + std::to_string(spec_.max_iterations) +
                                              " iterations without passing validation");
   }
+  if (!progress_.worktree_prepared) {
+    if (!co_await prepare_worktree()) co_return Phase::done;
+  }
   progress_.iteration += 1;
   progress_.started_at_ms = now_ms();
   progress_.turns_this_iteration = 0;

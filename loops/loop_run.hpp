@@ -99,6 +99,11 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   enum class Phase { new_iteration, model, commit, validate, decide, done };
 
   asio::awaitable<Phase> restore();
+  // Once per worktree, before its first iteration (loops/loop_prepare.cpp):
+  // [worktrees] include and a parent's build outputs brought in
+  // (worktree_prep.hpp), then the setup command on the heavy lane. False
+  // when the loop ended (setup failed, cancelled) or looprd is stopping.
+  asio::awaitable<bool> prepare_worktree();
   asio::awaitable<Phase> start_iteration();
   asio::awaitable<Phase> model_phase();
   // One model call with the provider's slot; nullopt when the loop was

@@ -1,0 +1,574 @@
+#include "loops/worktree_prep.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "common/unique_fd.hpp"
+#include "loops/git_command.hpp"
+#include "loops/git_support.hpp"
+
+namespace loopr::loops {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::open_repo;
+using detail::repo_git;
+using detail::worktree_git;
+
+constexpr int kMaxDepth = 256;
+// Text files of a build folder larger than this are not searched.
+constexpr off_t kMaxRelocatedFile = 32 * 1024 * 1024;
+constexpr std::size_t kMaxNotes = 20;
+
+void note(PrepReport& report, std::string text) {
+  if (report.notes.size() < kMaxNotes) report.notes.push_back(std::move(text));
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    if (end > start) parts.emplace_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+UniqueFd open_dir_at(int dir, const std::string& name) {
+  return UniqueFd(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+// Opens the folder `rel` beneath `top` without following any link on the way.
+UniqueFd open_dir_beneath(int top, const std::string& rel) {
+  UniqueFd current(::fcntl(top, F_DUPFD_CLOEXEC, 0));
+  for (const std::string& part : split_path(rel)) {
+    if (!current || part == "..") return UniqueFd(-1);
+    if (part == ".") continue;
+    current = open_dir_at(current.get(), part);
+  }
+  return current;
+}
+
+std::vector<std::string> list_dir(int dir) {
+  std::vector<std::string> names;
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return names;
+  DIR* d = ::fdopendir(copy);
+  if (d == nullptr) {
+    ::close(copy);
+    return names;
+  }
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool has_glob(const std::string& part) {
+  return part.find_first_of("*?[") != std::string::npos;
+}
+
+// The paths (relative to `top`) that `pattern` matches, one component at a
+// time; intermediate components must be folders, never links.
+void expand(int top, const std::vector<std::string>& parts, std::size_t index,
+            const std::string& prefix, bool folders_only, std::vector<std::string>& out) {
+  UniqueFd dir = open_dir_beneath(top, prefix);
+  if (!dir) return;
+  const std::string& part = parts[index];
+  std::vector<std::string> names;
+  if (has_glob(part)) {
+    for (const std::string& name : list_dir(dir.get())) {
+      if (::fnmatch(part.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(name);
+    }
+  } else {
+    names.push_back(part);
+  }
+  const bool last = index + 1 == parts.size();
+  for (const std::string& name : names) {
+    if (prefix.empty() && name == ".git") continue;
+    struct stat st {};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+    if (last) {
+      if (!folders_only || S_ISDIR(st.st_mode)) out.push_back(rel);
+    } else if (S_ISDIR(st.st_mode)) {
+      expand(top, parts, index + 1, rel, folders_only, out);
+    }
+  }
+}
+
+struct Copier {
+  std::string source_top;  // realpath
+  std::string repo_top;    // the user's checkout (realpath)
+  std::string dest_top;
+  const std::set<std::string>* tracked = nullptr;
+  dev_t dest_dev = 0;
+  ino_t dest_ino = 0;
+  PrepReport* report = nullptr;
+
+  // Where a link copied to `rel` should point.
+  std::string repoint(const std::string& rel, const std::string& target) {
+    auto into_dest = [&](const std::string& absolute) -> std::optional<std::string> {
+      for (const std::string* top : {&source_top, &repo_top}) {
+        if (absolute == *top) return dest_top;
+        if (absolute.rfind(*top + "/", 0) == 0) return dest_top + absolute.substr(top->size());
+      }
+      return std::nullopt;
+    };
+    if (!target.empty() && target.front() == '/') {
+      const std::string normal = fs::path(target).lexically_normal().string();
+      if (auto mapped = into_dest(normal)) {
+        report->symlinks_repointed += 1;
+        return *mapped;
+      }
+      return target;
+    }
+    // Relative: fine while it stays inside the copied tree's top.
+    const fs::path parent = fs::path(rel).parent_path();
+    const std::string inside = (parent / target).lexically_normal().string();
+    if (inside != ".." && inside.rfind("../", 0) != 0) return target;
+    const std::string absolute = (fs::path(source_top) / parent / target).lexically_normal();
+    report->symlinks_repointed += 1;
+    if (auto mapped = into_dest(absolute)) return *mapped;
+    return absolute;
+  }
+
+  // Makes room for `name` in `dir` unless a tracked path is there.
+  bool make_room(int dir, const std::string& name, bool for_folder) {
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return true;
+    if (for_folder && S_ISDIR(st.st_mode)) return true;
+    if (S_ISDIR(st.st_mode)) {
+      note(*report, "a folder is in the way of a file; left as it is");
+      return false;
+    }
+    return ::unlinkat(dir, name.c_str(), 0) == 0;
+  }
+
+  Result<void> copy_file(int src_dir, int dst_dir, const std::string& name, const std::string& rel,
+                         const struct stat& /*listed*/) {
+    UniqueFd in(::openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    if (!in) return errno_error(errno, "open", source_top + "/" + rel);
+    struct stat now {};
+    if (::fstat(in.get(), &now) != 0 || !S_ISREG(now.st_mode)) return {};
+    if (!make_room(dst_dir, name, false)) return {};
+    UniqueFd out(::openat(dst_dir, name.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!out) return errno_error(errno, "create", dest_top + "/" + rel);
+    bool cloned = ::ioctl(out.get(), FICLONE, in.get()) == 0;
+    if (cloned) {
+      report->reflinked += 1;
+    } else {
+      off_t left = now.st_size;
+      bool fallback = false;
+      while (left > 0 && !fallback) {
+        const ssize_t n =
+            ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<size_t>(left), 0);
+        if (n < 0 &&
+            (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+          fallback = true;
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else if (n < 0) {
+          return errno_error(errno, "copy", dest_top + "/" + rel);
+        } else if (n == 0) {
+          break;
+        } else {
+          left -= n;
+        }
+      }
+      if (fallback) {
+        char buffer[65536];
+        for (;;) {
+          const ssize_t n = ::read(in.get(), buffer, sizeof buffer);
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) return errno_error(errno, "read", source_top + "/" + rel);
+          if (n == 0) break;
+          for (ssize_t done = 0; done < n;) {
+            const ssize_t w = ::write(out.get(), buffer + done, static_cast<size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) return errno_error(errno, "write", dest_top + "/" + rel);
+            done += w;
+          }
+        }
+      }
+    }
+    ::fchmod(out.get(), now.st_mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID));
+    const struct timespec times[2] = {now.st_atim, now.st_mtim};
+    ::futimens(out.get(), times);
+    report->files += 1;
+    report->bytes += static_cast<std::uint64_t>(now.st_size);
+    return {};
+  }
+
+  Result<void> copy_entry(int src_dir, int dst_dir, const std::string& name, const std::string& rel,
+                          int depth) {
+    if (depth > kMaxDepth) {
+      note(*report, rel + ": deeper than " + std::to_string(kMaxDepth) + " folders; not copied");
+      return {};
+    }
+    struct stat st {};
+    if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+    if (tracked->count(rel) != 0) {
+      report->skipped_tracked += 1;
+      return {};
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev == dest_dev && st.st_ino == dest_ino) return {};  // the worktree itself
+      UniqueFd from = open_dir_at(src_dir, name);
+      if (!from) return {};
+      if (!make_room(dst_dir, name, true)) return {};
+      if (::mkdirat(dst_dir, name.c_str(), 0700) != 0 && errno != EEXIST) {
+        return errno_error(errno, "create", dest_top + "/" + rel);
+      }
+      UniqueFd to = open_dir_at(dst_dir, name);
+      if (!to) {
+        note(*report, rel + ": the worktree holds something else there; not copied");
+        return {};
+      }
+      for (const std::string& child : list_dir(from.get())) {
+        auto copied = copy_entry(from.get(), to.get(), child, rel + "/" + child, depth + 1);
+        if (!copied) return copied;
+      }
+      ::fchmod(to.get(), (st.st_mode & 0777) | S_IRWXU);
+      const struct timespec times[2] = {st.st_atim, st.st_mtim};
+      ::futimens(to.get(), times);
+      return {};
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::string target(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)) + 1, '\0');
+      const ssize_t n = ::readlinkat(src_dir, name.c_str(), target.data(), target.size());
+      if (n < 0) return {};
+      target.resize(static_cast<std::size_t>(n));
+      const std::string pointed = repoint(rel, target);
+      if (!make_room(dst_dir, name, false)) return {};
+      if (::symlinkat(pointed.c_str(), dst_dir, name.c_str()) != 0) {
+        return errno_error(errno, "create the link", dest_top + "/" + rel);
+      }
+      const struct timespec times[2] = {st.st_atim, st.st_mtim};
+      ::utimensat(dst_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW);
+      report->symlinks += 1;
+      return {};
+    }
+    if (S_ISREG(st.st_mode)) return copy_file(src_dir, dst_dir, name, rel, st);
+    report->skipped_special += 1;
+    return {};
+  }
+
+  // Copies `rel` (a path beneath the source's top), making its parent
+  // folders in the worktree as needed.
+  Result<void> copy_path(int src_top, int dst_top, const std::string& rel) {
+    const fs::path path(rel);
+    const std::string parent = path.parent_path().string();
+    UniqueFd src_parent = open_dir_beneath(src_top, parent);
+    if (!src_parent) return {};
+    UniqueFd dst_parent(::fcntl(dst_top, F_DUPFD_CLOEXEC, 0));
+    for (const std::string& part : split_path(parent)) {
+      if (::mkdirat(dst_parent.get(), part.c_str(), 0700) != 0 && errno != EEXIST) {
+        return errno_error(errno, "create", dest_top + "/" + parent);
+      }
+      dst_parent = open_dir_at(dst_parent.get(), part);
+      if (!dst_parent) {
+        note(*report, rel + ": its folder in the worktree is not a folder; not copied");
+        return {};
+      }
+    }
+    return copy_entry(src_parent.get(), dst_parent.get(), path.filename().string(), rel, 0);
+  }
+};
+
+// NUL-separated records of a git listing.
+std::vector<std::string> records(std::string_view out) {
+  std::vector<std::string> list;
+  while (!out.empty()) {
+    const std::size_t end = std::min(out.find('\0'), out.size());
+    if (end > 0) list.emplace_back(out.substr(0, end));
+    out.remove_prefix(std::min(end + 1, out.size()));
+  }
+  return list;
+}
+
+GitRunOptions read_only() {
+  GitRunOptions options;
+  options.read_only = true;
+  return options;
+}
+
+// The worktree on `branch` of the repository, if there is one.
+std::optional<WorktreeInfo> worktree_on(const std::string& repo_top, const std::string& branch) {
+  auto repo = open_repo(repo_top);
+  if (!repo) return std::nullopt;
+  auto git = repo_git(*repo);
+  if (!git) return std::nullopt;
+  auto listed = git->output({"worktree", "list", "--porcelain", "-z"}, read_only());
+  if (!listed) return std::nullopt;
+  std::string path;
+  for (const std::string& record : records(*listed)) {
+    if (record.rfind("worktree ", 0) == 0) path = record.substr(9);
+    if (record == "branch refs/heads/" + branch && !path.empty()) {
+      auto info = open_worktree(repo_top, path, branch);
+      if (info) return *info;
+    }
+  }
+  return std::nullopt;
+}
+
+bool same_bytes(int a, int b, off_t size) {
+  char x[65536], y[65536];
+  off_t at = 0;
+  while (at < size) {
+    const ssize_t n = ::pread(a, x, sizeof x, at);
+    if (n <= 0) return false;
+    if (::pread(b, y, static_cast<size_t>(n), at) != n) return false;
+    if (std::memcmp(x, y, static_cast<size_t>(n)) != 0) return false;
+    at += n;
+  }
+  return true;
+}
+
+UniqueFd open_file_beneath(int top, const std::string& rel) {
+  const fs::path path(rel);
+  UniqueFd dir = open_dir_beneath(top, path.parent_path().string());
+  if (!dir) return dir;
+  return UniqueFd(::openat(dir.get(), path.filename().c_str(),
+                           O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+}
+
+// Tracked files whose bytes equal the source's get the source's mtime.
+void align_mtimes(int src_top, int dst_top, const std::set<std::string>& tracked,
+                  PrepReport& report) {
+  for (const std::string& rel : tracked) {
+    UniqueFd ours = open_file_beneath(dst_top, rel);
+    if (!ours) continue;
+    UniqueFd theirs = open_file_beneath(src_top, rel);
+    if (!theirs) continue;
+    struct stat a {
+    }, b{};
+    if (::fstat(ours.get(), &a) != 0 || ::fstat(theirs.get(), &b) != 0) continue;
+    if (!S_ISREG(a.st_mode) || !S_ISREG(b.st_mode) || a.st_size != b.st_size) continue;
+    if (a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec) continue;
+    if (!same_bytes(ours.get(), theirs.get(), a.st_size)) continue;
+    const struct timespec times[2] = {a.st_atim, b.st_mtim};
+    if (::futimens(ours.get(), times) == 0) report.mtimes_aligned += 1;
+  }
+}
+
+bool path_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == '+' || c == '~';
+}
+
+// `text` with each whole occurrence of the path `from` (not a prefix of a
+// longer name, not the tail of a longer path) replaced by `to`.
+std::size_t replace_path(std::string& text, const std::string& from, const std::string& to) {
+  std::size_t count = 0;
+  std::string out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t hit = text.find(from, at);
+    if (hit == std::string::npos) break;
+    const std::size_t end = hit + from.size();
+    const bool starts = hit == 0 || (!path_char(text[hit - 1]) && text[hit - 1] != '/');
+    const bool ends = end == text.size() || !path_char(text[end]);
+    if (starts && ends) {
+      out.append(text, at, hit - at);
+      out += to;
+      count += 1;
+    } else {
+      out.append(text, at, end - at);
+    }
+    at = end;
+  }
+  if (count == 0) return 0;
+  out.append(text, at, std::string::npos);
+  text = std::move(out);
+  return count;
+}
+
+// Rewrites `from` to `to` in the text files beneath `dir`, mtimes kept.
+void relocate_dir(int dir, const std::string& rel, const std::string& from, const std::string& to,
+                  int depth, PrepReport& report) {
+  if (depth > kMaxDepth) return;
+  for (const std::string& name : list_dir(dir)) {
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      UniqueFd sub = open_dir_at(dir, name);
+      if (sub) relocate_dir(sub.get(), rel + "/" + name, from, to, depth + 1, report);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size == 0 || st.st_size > kMaxRelocatedFile) continue;
+    UniqueFd file(::openat(dir, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    if (!file) continue;
+    std::string text(static_cast<std::size_t>(st.st_size), '\0');
+    if (::pread(file.get(), text.data(), text.size(), 0) != st.st_size) continue;
+    if (text.find(from) == std::string::npos) continue;
+    if (text.find('\0') != std::string::npos) {
+      // Binary: object files' debug info, executables (harmless to a
+      // build), and Ninja's dependency log (not harmless: said).
+      if (name == ".ninja_deps") {
+        note(report, rel + "/" + name + " is binary and names " + from +
+                         ": not rewritten, so Ninja rebuilds what it lists (a Makefile "
+                         "generator relocates fully; a compiler cache such as ccache keeps a "
+                         "Ninja rebuild cheap)");
+      }
+      continue;
+    }
+    if (replace_path(text, from, to) == 0) continue;
+    if (::ftruncate(file.get(), 0) != 0) continue;
+    if (::pwrite(file.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+      note(report, rel + "/" + name + ": could not be rewritten");
+      continue;
+    }
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ::futimens(file.get(), times);
+    report.files_relocated += 1;
+  }
+}
+
+// Copied folders that are build folders (CMake's or autotools'), up to two
+// levels below an entry.
+void find_build_dirs(int top, const std::string& rel, int depth, std::vector<std::string>& out) {
+  UniqueFd dir = open_dir_beneath(top, rel);
+  if (!dir) return;
+  struct stat st {};
+  if (::fstatat(dir.get(), "CMakeCache.txt", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+      ::fstatat(dir.get(), "config.status", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    out.push_back(rel);
+    return;
+  }
+  if (depth >= 2) return;
+  for (const std::string& name : list_dir(dir.get())) {
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+      find_build_dirs(top, rel + "/" + name, depth + 1, out);
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json PrepReport::to_json() const {
+  nlohmann::json out = {{"source", source},
+                        {"entries", entries},
+                        {"files", files},
+                        {"bytes", bytes},
+                        {"reflinked", reflinked},
+                        {"symlinks", symlinks},
+                        {"symlinks_repointed", symlinks_repointed},
+                        {"skipped_tracked", skipped_tracked},
+                        {"mtimes_aligned", mtimes_aligned},
+                        {"relocated", relocated},
+                        {"files_relocated", files_relocated}};
+  if (skipped_special > 0) out["skipped_special"] = skipped_special;
+  if (!notes.empty()) out["notes"] = notes;
+  return out;
+}
+
+Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
+                                       const std::vector<std::string>& include,
+                                       const std::string& parent_branch) {
+  PrepReport report;
+  report.source = dest.repo;
+  std::vector<std::string> entries;
+  std::optional<WorktreeInfo> parent;
+  if (!parent_branch.empty()) parent = worktree_on(dest.repo, parent_branch);
+  if (parent) {
+    report.source = parent->path;
+    auto git = worktree_git(*parent);
+    if (!git) return std::move(git).error();
+    auto listed = git->output(
+        {"ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"},
+        read_only());
+    if (!listed) return std::move(listed).error();
+    for (std::string path : records(*listed)) {
+      while (!path.empty() && path.back() == '/')
+        path.pop_back();
+      if (!path.empty()) entries.push_back(path);
+    }
+  } else if (!parent_branch.empty()) {
+    note(report, "the parent's worktree (branch " + parent_branch +
+                     ") is gone: include taken from the checkout");
+  }
+  if (entries.empty() && include.empty()) return report;
+
+  UniqueFd src_top(::open(report.source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!src_top) return errno_error(errno, "open", report.source);
+  UniqueFd dst_top(::open(dest.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dst_top) return errno_error(errno, "open", dest.path);
+
+  for (std::string pattern : include) {
+    const bool folders_only = !pattern.empty() && pattern.back() == '/';
+    const auto parts = split_path(pattern);
+    if (parts.empty() || std::find(parts.begin(), parts.end(), "..") != parts.end()) continue;
+    std::vector<std::string> matched;
+    expand(src_top.get(), parts, 0, "", folders_only, matched);
+    if (matched.empty()) note(report, "include \"" + pattern + "\" matches nothing");
+    entries.insert(entries.end(), matched.begin(), matched.end());
+  }
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  // A path beneath another one listed is copied with it.
+  std::vector<std::string> tops;
+  for (const std::string& entry : entries) {
+    if (!tops.empty() && entry.rfind(tops.back() + "/", 0) == 0) continue;
+    if (entry == ".git" || entry.rfind(".git/", 0) == 0) continue;
+    tops.push_back(entry);
+  }
+  report.entries = tops;
+
+  auto git = worktree_git(dest);
+  if (!git) return std::move(git).error();
+  auto listed = git->output({"ls-files", "-z"}, read_only());
+  if (!listed) return std::move(listed).error();
+  const auto tracked_list = records(*listed);
+  const std::set<std::string> tracked(tracked_list.begin(), tracked_list.end());
+
+  struct stat dest_st {};
+  if (::fstat(dst_top.get(), &dest_st) != 0) return errno_error(errno, "stat", dest.path);
+  Copier copier;
+  copier.source_top = report.source;
+  copier.repo_top = dest.repo;
+  copier.dest_top = dest.path;
+  copier.tracked = &tracked;
+  copier.dest_dev = dest_st.st_dev;
+  copier.dest_ino = dest_st.st_ino;
+  copier.report = &report;
+  for (const std::string& entry : tops) {
+    auto copied = copier.copy_path(src_top.get(), dst_top.get(), entry);
+    if (!copied) return std::move(copied).error();
+  }
+  if (tops.empty()) return report;
+
+  align_mtimes(src_top.get(), dst_top.get(), tracked, report);
+
+  std::vector<std::string> build_dirs;
+  for (const std::string& entry : tops)
+    find_build_dirs(dst_top.get(), entry, 0, build_dirs);
+  for (const std::string& rel : build_dirs) {
+    UniqueFd dir = open_dir_beneath(dst_top.get(), rel);
+    if (!dir) continue;
+    const std::uint64_t before = report.files_relocated;
+    relocate_dir(dir.get(), rel, report.source, dest.path, 0, report);
+    if (report.files_relocated > before) report.relocated.push_back(rel);
+  }
+  return report;
+}
+
+}  // namespace loopr::loops
