@@ -241,6 +241,29 @@ TEST_F(RepoSettingsLooprdTest, ALoopRunsTheCommandsItWasMadeWithWhateverTheFileB
   EXPECT_TRUE(saw_test);
 }
 
+TEST_F(RepoSettingsLooprdTest, LintAfterEditIsTheRepositorysOwn) {
+  start("", false);
+  write_repo_file(
+      "[commands]\nvalidate = \"sh test.sh\"\n"
+      "lint = \"echo lint-from-repo-file: {files}; exit 1\"\nlint_files = [\"*.txt\"]\n");
+  ASSERT_EQ(ctl({"repo", "trust", repo_.path}).exit_code, 0);
+  auto created = create_loop_raw();
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  const std::string id = (*created)["loop"]["id"];
+  EXPECT_EQ(wait_final(*daemon_, id)["status"], "completed");
+  std::string edit_result;
+  for (const json& step : steps_of_kind(read_transcript(*daemon_, id), "tool_results")) {
+    for (const json& result : step["data"].value("results", json::array())) {
+      if (result.value("name", "") == "edit_file") edit_result = result.value("content", "");
+    }
+  }
+  EXPECT_NE(edit_result.find("lint (`echo lint-from-repo-file: {files}; exit 1`) reports 1 new "
+                             "problem in answer.txt"),
+            std::string::npos)
+      << edit_result;
+  EXPECT_NE(edit_result.find("lint-from-repo-file: answer.txt"), std::string::npos) << edit_result;
+}
+
 TEST_F(RepoSettingsLooprdTest, HostileFilesAreRefusedWithAClearError) {
   start("", false);
   struct Case {
