@@ -791,17 +791,9 @@ class SettingsReader {
       } else if (entry.key == "include") {
         // Files of the checkout: relative, within it (loops/worktree_prep.hpp).
         s_.worktrees.prep.include = detail::read_string_list(v, key);
-        for (const std::string& pattern : s_.worktrees.prep.include) {
-          const bool outside = pattern.empty() || pattern.front() == '/' ||
-                               pattern.front() == '~' || pattern.find('\0') != std::string::npos ||
-                               std::any_of(fs::path(pattern).begin(), fs::path(pattern).end(),
-                                           [](const fs::path& part) { return part == ".."; });
-          if (outside) {
-            detail::fail(v, key,
-                         "\"" + pattern +
-                             "\" must name files inside the checkout, relative to its top "
-                             "(\"node_modules\", \"build/\", \".env\"), without \"..\"");
-          }
+        for (std::size_t i = 0; i < s_.worktrees.prep.include.size(); ++i) {
+          detail::check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]",
+                                        s_.worktrees.prep.include[i]);
         }
       } else if (entry.key == "setup") {
         s_.worktrees.prep.setup = detail::read_string(v, key);

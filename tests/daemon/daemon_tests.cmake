@@ -34,6 +34,10 @@ if(TARGET loopr_daemon)
                  loop_checkout_test.cpp loop_fixture.cpp)
   target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(loop_integration_test looprd loopr-runner loopr-tool)
+  # Worktrees ready to work in (issue 25): include, setup, no write-through.
+  loopr_add_test(loop_prep_test loop_prep_test.cpp loop_fixture.cpp)
+  target_link_libraries(loop_prep_test PRIVATE loopr_daemon_harness loopr_store)
+  add_dependencies(loop_prep_test looprd loopr-runner loopr-tool)
   # Plans end to end: the whole tree, merges, the gate, crashes.
   loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp)
   target_link_libraries(plan_integration_test PRIVATE loopr_daemon_harness loopr_store)

@@ -1,0 +1,169 @@
+// Worktrees ready to work in (issue 25), end to end through the real looprd,
+// lane runners, sandbox and git: [worktrees] include brings an ignored
+// node_modules tool into the loop's worktree (the validation needs it), a
+// setup command generates a file the tests read, a failing setup ends the
+// loop with its output, and what a loop writes into an included path (also
+// through an absolute symlink) never reaches the user's checkout.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "tests/daemon/loop_fixture.hpp"
+
+namespace loopr::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The model's work: answer.txt 41 -> 42, then complete_task.
+std::vector<json> fixing_turns() {
+  return {
+      turn({tool_call("r1", "read_file", {{"path", "answer.txt"}})}, {{"usage", usage(100, 10)}}),
+      turn({tool_call("e1", "edit_file",
+                      {{"path", "answer.txt"}, {"old_string", "41"}, {"new_string", "42"}})},
+           {{"usage", usage(100, 10)}}),
+      turn({tool_call("c1", "complete_task", {{"summary", "done"}})}, {{"usage", usage(100, 10)}})};
+}
+
+void commit_all(const std::string& repo, const std::string& message) {
+  ASSERT_EQ(git(repo, {"add", "-A"}).exit_code, 0);
+  const GitOutput committed = git(
+      repo, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", message});
+  ASSERT_EQ(committed.exit_code, 0) << committed.out;
+}
+
+// A Node-style checkout: node_modules/ ignored, its tool an executable script
+// reached through node_modules/.bin (a relative symlink).
+void add_node_modules(const std::string& repo) {
+  write_file(repo + "/.gitignore", "node_modules/\nbuild/\n");
+  ASSERT_NO_FATAL_FAILURE(commit_all(repo, "ignore node_modules"));
+  ASSERT_EQ(::mkdir((repo + "/node_modules").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((repo + "/node_modules/nyc").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((repo + "/node_modules/.bin").c_str(), 0755), 0);
+  write_file(repo + "/node_modules/nyc/cli.sh", "#!/bin/sh\necho nyc-ran\nexec \"$@\"\n");
+  ASSERT_EQ(::chmod((repo + "/node_modules/nyc/cli.sh").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("../nyc/cli.sh", (repo + "/node_modules/.bin/nyc").c_str()), 0);
+}
+
+constexpr const char* kNodeValidate = "PATH=\"$PWD/node_modules/.bin:$PATH\" nyc sh test.sh";
+
+class LoopPrepTest : public ::testing::Test {
+ protected:
+  void start(const std::string& worktrees_toml) {
+    daemon_ = start_scripted_looprd(scripts_, {{"scripted", fixing_turns()}},
+                                    "\n[worktrees]\n" + worktrees_toml, repo_);
+  }
+  json create(json params) { return create_loop(*daemon_, repo_.path, std::move(params)); }
+
+  TempTree scripts_;
+  std::unique_ptr<DaemonHarness> daemon_;
+  SampleRepo repo_;
+};
+
+TEST_F(LoopPrepTest, ANodeToolIsMissingWithoutInclude) {
+  start("");
+  ASSERT_NO_FATAL_FAILURE(add_node_modules(repo_.path));
+  const std::string id = create({{"validate", kNodeValidate}, {"max_iterations", 1}})["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  EXPECT_EQ(loop["status"], "failed") << loop.dump(2);
+  const auto validations = steps_of_kind(read_transcript(*daemon_, id), "validation");
+  ASSERT_EQ(validations.size(), 1u);
+  EXPECT_EQ(validations[0]["data"]["exit_code"], 127) << validations[0].dump(2);
+}
+
+TEST_F(LoopPrepTest, ANodeToolPassesWithInclude) {
+  start("include = [\"node_modules\"]\n");
+  ASSERT_NO_FATAL_FAILURE(add_node_modules(repo_.path));
+  const std::string id = create({{"validate", kNodeValidate}, {"max_iterations", 1}})["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  const auto steps = read_transcript(*daemon_, id);
+  const auto prepared = steps_of_kind(steps, "worktree_prepared");
+  ASSERT_EQ(prepared.size(), 1u);
+  const json include = prepared[0]["data"]["include"];
+  EXPECT_EQ(include["entries"], json::array({"node_modules"})) << include.dump(2);
+  EXPECT_EQ(include["files"], 1);
+  EXPECT_EQ(include["symlinks"], 1);
+  const auto validations = steps_of_kind(steps, "validation");
+  ASSERT_EQ(validations.size(), 1u);
+  EXPECT_NE(validations[0]["data"]["output"].get<std::string>().find("nyc-ran"), std::string::npos);
+  // node_modules is never committed.
+  const GitOutput tree = git(repo_.path, {"ls-tree", "-r", "--name-only", "loop/" + id});
+  EXPECT_EQ(tree.out.find("node_modules"), std::string::npos) << tree.out;
+}
+
+TEST_F(LoopPrepTest, SetupGeneratesAFileTheTestsRead) {
+  start("setup = \"echo 42 > generated.txt && echo setup-done\"\n");
+  const std::string id = create({{"validate", "test \"$(cat generated.txt)\" = 42 && sh test.sh"},
+                                 {"max_iterations", 1}})["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  const auto steps = read_transcript(*daemon_, id);
+  const auto setups = steps_of_kind(steps, "setup");
+  ASSERT_EQ(setups.size(), 1u);
+  EXPECT_EQ(setups[0]["data"]["passed"], true);
+  EXPECT_NE(setups[0]["data"]["output"].get<std::string>().find("setup-done"), std::string::npos);
+  // Before the first iteration, once.
+  std::size_t setup_at = 0, first_iteration = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i]["kind"] == "setup") setup_at = i;
+    if (steps[i]["kind"] == "iteration_started" && first_iteration == 0) first_iteration = i;
+  }
+  EXPECT_LT(setup_at, first_iteration);
+  // The generated file is the daemon's, not the model's: never committed.
+  const GitOutput tree = git(repo_.path, {"ls-tree", "-r", "--name-only", "loop/" + id});
+  EXPECT_EQ(tree.out.find("generated.txt"), std::string::npos) << tree.out;
+}
+
+TEST_F(LoopPrepTest, AFailingSetupEndsTheLoopWithItsOutput) {
+  start("setup = \"echo cannot-install-deps >&2; exit 3\"\n");
+  const std::string id = create({{"validate", "sh test.sh"}, {"max_iterations", 2}})["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "failed") << loop.dump(2);
+  EXPECT_NE(loop.dump().find("cannot-install-deps"), std::string::npos) << loop.dump(2);
+  EXPECT_NE(loop.dump().find("exit 3"), std::string::npos) << loop.dump(2);
+  const auto steps = read_transcript(*daemon_, id);
+  EXPECT_TRUE(steps_of_kind(steps, "iteration_started").empty());
+  EXPECT_EQ(steps_of_kind(steps, "setup").size(), 1u);
+}
+
+TEST_F(LoopPrepTest, WritesIntoAnIncludedPathNeverReachTheCheckout) {
+  start("include = [\"build\"]\n");
+  write_file(repo_.path + "/.gitignore", "build/\n");
+  ASSERT_NO_FATAL_FAILURE(commit_all(repo_.path, "ignore build"));
+  ASSERT_EQ(::mkdir((repo_.path + "/build").c_str(), 0755), 0);
+  write_file(repo_.path + "/build/out.txt", "orig\n");
+  ASSERT_EQ(::symlink((repo_.path + "/build/out.txt").c_str(), (repo_.path + "/build/abs").c_str()),
+            0);
+  const std::string id = create(
+      {{"validate", "echo changed > build/out.txt && echo through-link >> build/abs && sh test.sh"},
+       {"max_iterations", 1}})["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(read_bytes(repo_.path + "/build/out.txt"), "orig\n");
+  const std::string worktree = loop["worktree"];
+  EXPECT_EQ(read_bytes(worktree + "/build/out.txt"), "changed\nthrough-link\n");
+  char target[4096];
+  const ssize_t n = ::readlink((worktree + "/build/abs").c_str(), target, sizeof target);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(target, static_cast<std::size_t>(n)), worktree + "/build/out.txt");
+}
+
+}  // namespace
+}  // namespace loopr::test

@@ -1,0 +1,209 @@
+// bring_into_worktree (loops/worktree_prep.hpp) against real git and real
+// make: what a new worktree is given from the user's checkout or from its
+// parent's worktree, that nothing in it leads back into the checkout, that
+// mtimes make a copied build up to date, and that a CMake build folder is
+// relocated.
+#include "loops/worktree_prep.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "loops/worktrees.hpp"
+#include "tests/loops/git_fixture.hpp"
+
+namespace loopr::test {
+namespace {
+
+using loops::add_worktree;
+using loops::bring_into_worktree;
+using loops::WorktreeInfo;
+
+struct stat stat_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st;
+}
+
+std::string link_target(const std::string& path) {
+  char buffer[4096];
+  const ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer);
+  return n < 0 ? std::string() : std::string(buffer, static_cast<std::size_t>(n));
+}
+
+// `sh -c command` in `cwd`; its exit code.
+int shell(const std::string& cwd, const std::string& command) {
+  const std::string line = "cd '" + cwd + "' && (" + command + ") >/dev/null 2>&1";
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class WorktreePrepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = make_repo(tree_);
+    tree_.write("repo/.gitignore", "node_modules/\nbuild/\n.env\n*.o\nhello\n");
+    must_git(repo_, {"add", "-A"});
+    must_git(repo_, {"commit", "-q", "-m", "ignore"});
+  }
+
+  WorktreeInfo worktree(const std::string& name, const std::string& branch,
+                        const std::string& base = "") {
+    auto info = add_worktree(repo_, tree_.path("wt/" + name), branch, base);
+    EXPECT_TRUE(info) << (info ? "" : info.error().message);
+    return info ? *info : WorktreeInfo{};
+  }
+
+  TempTree tree_;
+  std::string repo_;
+};
+
+TEST_F(WorktreePrepTest, IncludeCopiesIgnoredFilesWithModesMtimesAndLinks) {
+  tree_.write("repo/node_modules/nyc/cli.sh", "#!/bin/sh\nexec \"$@\"\n");
+  ASSERT_EQ(::chmod(tree_.path("repo/node_modules/nyc/cli.sh").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(tree_.path("repo/node_modules/.bin").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("../nyc/cli.sh", tree_.path("repo/node_modules/.bin/nyc").c_str()), 0);
+  tree_.write("repo/.env", "TOKEN=x\n");
+  tree_.write("repo/build/out.txt", "orig\n");
+  // An absolute link into the checkout, and a relative one climbing out of it.
+  ASSERT_EQ(
+      ::symlink(tree_.path("repo/build/out.txt").c_str(), tree_.path("repo/build/abs").c_str()), 0);
+  ASSERT_EQ(::symlink("../../repo/build/out.txt", tree_.path("repo/build/climb").c_str()), 0);
+  const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, tree_.path("repo/build/out.txt").c_str(), old_times, 0), 0);
+
+  const WorktreeInfo wt = worktree("c1", "loop/c1");
+  auto report = bring_into_worktree(wt, {"node_modules", ".env", "build/", "missing*"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->entries, (std::vector<std::string>{".env", "build", "node_modules"}));
+  EXPECT_EQ(report->files, 3u);
+  EXPECT_EQ(report->symlinks, 3u);
+  EXPECT_EQ(report->symlinks_repointed, 2u);
+  ASSERT_FALSE(report->notes.empty());
+  EXPECT_NE(report->notes[0].find("missing*"), std::string::npos);
+
+  // The tool runs from the worktree, through its relative link.
+  EXPECT_EQ(link_target(wt.path + "/node_modules/.bin/nyc"), "../nyc/cli.sh");
+  EXPECT_EQ(stat_of(wt.path + "/node_modules/nyc/cli.sh").st_mode & 0777, 0755u);
+  EXPECT_EQ(shell(wt.path, "node_modules/.bin/nyc true"), 0);
+  // Copies, never hard links; mtimes kept.
+  const struct stat copied = stat_of(wt.path + "/build/out.txt");
+  const struct stat original = stat_of(tree_.path("repo/build/out.txt"));
+  EXPECT_NE(copied.st_ino, original.st_ino);
+  EXPECT_EQ(copied.st_nlink, 1u);
+  EXPECT_EQ(copied.st_mtim.tv_sec, 1000000000);
+  // Links point into the worktree, never back into the checkout.
+  EXPECT_EQ(link_target(wt.path + "/build/abs"), wt.path + "/build/out.txt");
+  EXPECT_EQ(link_target(wt.path + "/build/climb"), wt.path + "/build/out.txt");
+  // Writing through them leaves the checkout's file alone.
+  EXPECT_EQ(shell(wt.path, "echo changed > build/abs && echo changed > build/climb"), 0);
+  EXPECT_EQ(tree_.read("repo/build/out.txt"), "orig\n");
+  EXPECT_EQ(tree_.read("wt/c1/build/out.txt"), "changed\n");
+  // The worktree's own .git file is untouched.
+  EXPECT_EQ(stat_of(wt.path + "/.git").st_mode & S_IFMT, static_cast<unsigned>(S_IFREG));
+}
+
+TEST_F(WorktreePrepTest, APatternNeverLeavesTheCheckoutThroughALink) {
+  tree_.write("outside/secret/key", "secret\n");
+  ASSERT_EQ(::symlink(tree_.path("outside/secret").c_str(), tree_.path("repo/linked").c_str()), 0);
+  const WorktreeInfo wt = worktree("c2", "loop/c2");
+  auto report = bring_into_worktree(wt, {"linked/*", "linked"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  // "linked/*" reaches nothing; "linked" is copied as the link it is.
+  EXPECT_EQ(stat_of(wt.path + "/linked").st_mode & S_IFMT, static_cast<unsigned>(S_IFLNK));
+  EXPECT_EQ(report->files, 0u);
+}
+
+TEST_F(WorktreePrepTest, TrackedFilesAreNeverOverwritten) {
+  tree_.write("repo/README.md", "the user's uncommitted edit\n");
+  const WorktreeInfo wt = worktree("c3", "loop/c3");
+  auto report = bring_into_worktree(wt, {"README.md", "*.md"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(tree_.read("wt/c3/README.md"), "hello\n");
+  EXPECT_GE(report->skipped_tracked, 1u);
+}
+
+// A real Makefile: built in the checkout, the worktree with the objects
+// brought in and mtimes aligned has nothing to rebuild; without alignment
+// (a plain checkout) make would rebuild everything.
+TEST_F(WorktreePrepTest, MakeInTheNewWorktreeRebuildsNothing) {
+  tree_.write("repo/Makefile",
+              "hello: hello.o util.o\n\tcc -o hello hello.o util.o\n"
+              "%.o: %.c util.h\n\tcc -c $< -o $@\n");
+  tree_.write("repo/util.h", "int util(void);\n");
+  tree_.write("repo/util.c", "#include \"util.h\"\nint util(void) { return 0; }\n");
+  tree_.write("repo/hello.c", "#include \"util.h\"\nint main(void) { return util(); }\n");
+  must_git(repo_, {"add", "-A"});
+  must_git(repo_, {"commit", "-q", "-m", "sources"});
+  // Sources older than the build, as in a checkout worked in for a while.
+  ASSERT_EQ(shell(repo_, "touch -d '2020-01-01' Makefile util.h util.c hello.c && make"), 0);
+  ASSERT_EQ(shell(repo_, "make -q"), 0);
+
+  const WorktreeInfo cold = worktree("cold", "loop/cold");
+  ASSERT_EQ(shell(cold.path, "cp -p ../../repo/*.o ../../repo/hello . && make -q"), 1)
+      << "a plain copy should look stale";
+
+  const WorktreeInfo wt = worktree("warm", "loop/warm");
+  auto report = bring_into_worktree(wt, {"*.o", "hello"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->files, 3u);
+  EXPECT_GE(report->mtimes_aligned, 4u);
+  EXPECT_EQ(shell(wt.path, "make -q"), 0) << "make would rebuild something";
+  // An edit is still seen.
+  EXPECT_EQ(shell(wt.path, "sleep 0.01; touch util.c; make -q"), 1);
+}
+
+// A child's worktree gets its parent's ignored files (build outputs) from the
+// parent's worktree, not from the checkout.
+TEST_F(WorktreePrepTest, AChildGetsItsParentsBuildOutputs) {
+  tree_.write("repo/build/from-checkout.txt", "checkout\n");
+  const WorktreeInfo parent = worktree("p1", "loop/p1");
+  tree_.write("wt/p1/build/lib.a", "built by the parent\n");
+  tree_.write("wt/p1/gen/config.h", "#define X 1\n");
+  tree_.write("wt/p1/.gitignore", "node_modules/\nbuild/\n.env\n*.o\nhello\ngen/\n");
+  must_git(parent.path, {"commit", "-q", "-am", "ignore gen"});
+
+  const WorktreeInfo child = worktree("c4", "loop/c4", "loop/p1");
+  auto report = bring_into_worktree(child, {"build"}, "loop/p1");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->source, parent.path);
+  EXPECT_EQ(tree_.read("wt/c4/build/lib.a"), "built by the parent\n");
+  EXPECT_EQ(tree_.read("wt/c4/gen/config.h"), "#define X 1\n");
+  EXPECT_FALSE(tree_.exists("wt/c4/build/from-checkout.txt"));
+}
+
+// A CMake build folder names the checkout's path: rewritten to the
+// worktree's, mtimes kept; binary files are left and said so.
+TEST_F(WorktreePrepTest, ACMakeBuildFolderIsRelocated) {
+  tree_.write("repo/build/CMakeCache.txt", "CMAKE_HOME_DIRECTORY:INTERNAL=" + repo_ +
+                                               "\nproj_BINARY_DIR:STATIC=" + repo_ +
+                                               "/build\nOTHER=" + repo_ + "2/x\n");
+  tree_.write("repo/build/CMakeFiles/x.dir/depend.make", "x.o: " + repo_ + "/x.c\n");
+  tree_.write("repo/build/.ninja_deps", std::string("deps\0", 5) + repo_ + "/x.c");
+  const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, tree_.path("repo/build/CMakeCache.txt").c_str(), old_times, 0),
+            0);
+
+  const WorktreeInfo wt = worktree("c5", "loop/c5");
+  auto report = bring_into_worktree(wt, {"build"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->relocated, (std::vector<std::string>{"build"}));
+  EXPECT_EQ(report->files_relocated, 2u);
+  EXPECT_EQ(tree_.read("wt/c5/build/CMakeCache.txt"), "CMAKE_HOME_DIRECTORY:INTERNAL=" + wt.path +
+                                                          "\nproj_BINARY_DIR:STATIC=" + wt.path +
+                                                          "/build\nOTHER=" + repo_ + "2/x\n");
+  EXPECT_EQ(tree_.read("wt/c5/build/CMakeFiles/x.dir/depend.make"), "x.o: " + wt.path + "/x.c\n");
+  EXPECT_EQ(stat_of(wt.path + "/build/CMakeCache.txt").st_mtim.tv_sec, 1000000000);
+  bool said = false;
+  for (const auto& n : report->notes)
+    said = said || n.find(".ninja_deps") != std::string::npos;
+  EXPECT_TRUE(said);
+  // The checkout's build folder is unchanged.
+  EXPECT_NE(tree_.read("repo/build/CMakeCache.txt").find(repo_ + "/build"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loopr::test
