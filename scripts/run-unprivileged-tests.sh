@@ -9,7 +9,7 @@
 #   BUILD_DIR defaults to build; the binaries must be built already
 #   (runner_test daemon_integration_test loop_integration_test loop_provider_test
 #   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-#   repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
+#   repo_settings_looprd_test loop_prep_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
 #   (useradd --system, no home, no login shell) if it does not exist.
@@ -25,7 +25,7 @@ build=${1:-build}
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-  repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
+  repo_settings_looprd_test loop_prep_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2
@@ -111,4 +111,9 @@ as_user "$work/bin/output_schema_test" "$@" || status=1
 # once trusted, hostile files refused, commands run in the user's sandbox.
 echo "== repo_settings_looprd_test as $user (uid $uid)"
 as_user "$work/bin/repo_settings_looprd_test" "$@" || status=1
+
+# Worktrees ready to work in as the user: include (no write-through into the
+# checkout), setup on the user's heavy lane, its failure.
+echo "== loop_prep_test as $user (uid $uid)"
+as_user "$work/bin/loop_prep_test" "$@" || status=1
 exit "$status"
