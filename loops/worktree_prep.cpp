@@ -421,8 +421,19 @@ void relocate_dir(int dir, const std::string& rel, const std::string& from, cons
     if (::pread(file.get(), text.data(), text.size(), 0) != st.st_size) continue;
     if (text.find(from) == std::string::npos) continue;
     if (text.find('\0') != std::string::npos) {
-      // Binary: object files' debug info, executables (harmless to a
-      // build), and Ninja's dependency log (not harmless: said).
+      // Binary. An executable or shared library naming the old path (its
+      // RUNPATH: the checkout's build folder, out of the sandbox's sight)
+      // is removed, so the build links it again (cheap: no compiling).
+      // Object files (debug info) are harmless to a build and kept; Ninja's
+      // dependency log cannot be rewritten (said).
+      const bool elf = text.size() > 18 && text.compare(0, 4,
+                                                        "\x7f"
+                                                        "ELF") == 0;
+      const int elf_type = elf ? static_cast<unsigned char>(text[16]) : 0;
+      if (elf && (elf_type == 2 || elf_type == 3)) {
+        if (::unlinkat(dir, name.c_str(), 0) == 0) report.binaries_removed += 1;
+        continue;
+      }
       if (name == ".ninja_deps") {
         note(report, rel + "/" + name + " is binary and names " + from +
                          ": not rewritten, so Ninja rebuilds what it lists (a Makefile "
@@ -475,7 +486,8 @@ nlohmann::json PrepReport::to_json() const {
                         {"skipped_tracked", skipped_tracked},
                         {"mtimes_aligned", mtimes_aligned},
                         {"relocated", relocated},
-                        {"files_relocated", files_relocated}};
+                        {"files_relocated", files_relocated},
+                        {"binaries_removed", binaries_removed}};
   if (skipped_special > 0) out["skipped_special"] = skipped_special;
   if (!notes.empty()) out["notes"] = notes;
   return out;

@@ -183,6 +183,18 @@ TEST_F(WorktreePrepTest, ACMakeBuildFolderIsRelocated) {
                                                "/build\nOTHER=" + repo_ + "2/x\n");
   tree_.write("repo/build/CMakeFiles/x.dir/depend.make", "x.o: " + repo_ + "/x.c\n");
   tree_.write("repo/build/.ninja_deps", std::string("deps\0", 5) + repo_ + "/x.c");
+  // An executable whose RUNPATH names the checkout's build folder, and an
+  // object file whose debug info names a source.
+  std::string elf(
+      "\x7f"
+      "ELF",
+      4);
+  elf += std::string(12, '\1');
+  elf += std::string("\2\0", 2) + "RUNPATH " + repo_ + "/build";
+  tree_.write("repo/build/tool", elf);
+  std::string object = elf;
+  object[16] = '\1';
+  tree_.write("repo/build/x.o", object);
   const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
   ASSERT_EQ(::utimensat(AT_FDCWD, tree_.path("repo/build/CMakeCache.txt").c_str(), old_times, 0),
             0);
@@ -197,6 +209,9 @@ TEST_F(WorktreePrepTest, ACMakeBuildFolderIsRelocated) {
                                                           "/build\nOTHER=" + repo_ + "2/x\n");
   EXPECT_EQ(tree_.read("wt/c5/build/CMakeFiles/x.dir/depend.make"), "x.o: " + wt.path + "/x.c\n");
   EXPECT_EQ(stat_of(wt.path + "/build/CMakeCache.txt").st_mtim.tv_sec, 1000000000);
+  EXPECT_EQ(report->binaries_removed, 1u);
+  EXPECT_FALSE(tree_.exists("wt/c5/build/tool"));
+  EXPECT_EQ(tree_.read("wt/c5/build/x.o"), object);
   bool said = false;
   for (const auto& n : report->notes)
     said = said || n.find(".ninja_deps") != std::string::npos;
