@@ -173,7 +173,7 @@ print(f"{p} loop total_s={total} validation_s={v.get('duration_ms', 0)/1000:.2f}
       f"passed={v.get('passed')} include_s={prep.get('duration_ms', 0)/1000:.2f} "
       f"files={prep.get('files')} bytes={prep.get('bytes')} reflinked={prep.get('reflinked')} "
       f"mtimes_aligned={prep.get('mtimes_aligned')} relocated={prep.get('files_relocated')} "
-      f"relinked={prep.get('binaries_removed')} "
+      f"runpaths_rewritten={prep.get('runpaths_rewritten')} relink_forced={prep.get('binaries_removed')} "
       f"worktree_kb={du} status={loop.get('status')}")
 PY
   tail -1 "$results"

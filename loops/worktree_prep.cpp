@@ -81,6 +81,18 @@ std::vector<std::string> list_dir(int dir) {
   return names;
 }
 
+// "a:b::c" -> {"a", "b", "", "c"}.
+std::vector<std::string> split_path_list(const std::string& list) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = list.find(':', start);
+    parts.push_back(list.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
 bool has_glob(const std::string& part) {
   return part.find_first_of("*?[") != std::string::npos;
 }
@@ -402,6 +414,89 @@ std::size_t replace_path(std::string& text, const std::string& from, const std::
   return count;
 }
 
+template <typename T>
+bool read_at(const std::string& data, std::uint64_t at, T& out) {
+  if (at > data.size() || data.size() - at < sizeof(T)) return false;
+  std::memcpy(&out, data.data() + at, sizeof(T));
+  return true;
+}
+
+// An ELF64 little-endian executable or shared library (`data`, in folder
+// `rel_dir` of the worktree `to`) whose DT_RUNPATH/DT_RPATH names `from`:
+// each such entry becomes "$ORIGIN/<relative path>" to the same place in
+// the worktree, written over the old string in place (padded with NULs).
+// False when the file is not such an ELF or the new string is longer.
+bool repoint_runpath(std::string& data, const std::string& from, const std::string& to,
+                     const std::string& rel_dir) {
+  if (data.size() < 64 || data[4] != 2 || data[5] != 1) return false;  // ELF64, little-endian
+  std::uint64_t phoff = 0;
+  std::uint16_t phentsize = 0, phnum = 0;
+  if (!read_at(data, 32, phoff) || !read_at(data, 54, phentsize) || !read_at(data, 56, phnum))
+    return false;
+  struct Load {
+    std::uint64_t vaddr, offset, filesz;
+  };
+  std::vector<Load> loads;
+  std::uint64_t dyn_off = 0, dyn_size = 0;
+  for (std::uint16_t i = 0; i < phnum; ++i) {
+    const std::uint64_t at = phoff + std::uint64_t{i} * phentsize;
+    std::uint32_t type = 0;
+    std::uint64_t offset = 0, vaddr = 0, filesz = 0;
+    if (!read_at(data, at, type) || !read_at(data, at + 8, offset) ||
+        !read_at(data, at + 16, vaddr) || !read_at(data, at + 32, filesz))
+      return false;
+    if (type == 1) loads.push_back({vaddr, offset, filesz});
+    if (type == 2) dyn_off = offset, dyn_size = filesz;
+  }
+  if (dyn_size == 0) return false;
+  std::uint64_t strtab = 0;
+  std::vector<std::uint64_t> paths;  // offsets in the string table
+  for (std::uint64_t at = dyn_off; at + 16 <= dyn_off + dyn_size; at += 16) {
+    std::int64_t tag = 0;
+    std::uint64_t value = 0;
+    if (!read_at(data, at, tag) || !read_at(data, at + 8, value)) return false;
+    if (tag == 0) break;
+    if (tag == 5) strtab = value;                        // DT_STRTAB (an address)
+    if (tag == 15 || tag == 29) paths.push_back(value);  // DT_RPATH, DT_RUNPATH
+  }
+  std::uint64_t strtab_off = 0;
+  bool mapped = false;
+  for (const Load& load : loads) {
+    if (strtab >= load.vaddr && strtab < load.vaddr + load.filesz) {
+      strtab_off = strtab - load.vaddr + load.offset;
+      mapped = true;
+    }
+  }
+  if (!mapped || paths.empty()) return false;
+  bool changed = false;
+  for (const std::uint64_t offset : paths) {
+    const std::uint64_t at = strtab_off + offset;
+    if (at >= data.size()) return false;
+    const std::size_t end = data.find('\0', at);
+    if (end == std::string::npos) return false;
+    const std::string old_value = data.substr(at, end - at);
+    std::string new_value;
+    bool any = false;
+    for (const std::string& entry : split_path_list(old_value)) {
+      std::string out = entry;
+      if (entry == from || entry.rfind(from + "/", 0) == 0) {
+        const fs::path target = fs::path(to + entry.substr(from.size()));
+        const fs::path origin = fs::path(to) / rel_dir;
+        const std::string relative = target.lexically_relative(origin).string();
+        out = relative.empty() || relative == "." ? "$ORIGIN" : "$ORIGIN/" + relative;
+        any = true;
+      }
+      new_value += (new_value.empty() ? "" : ":") + out;
+    }
+    if (!any) continue;
+    if (new_value.size() > old_value.size()) return false;
+    std::memcpy(data.data() + at, new_value.data(), new_value.size());
+    std::memset(data.data() + at + new_value.size(), 0, old_value.size() - new_value.size());
+    changed = true;
+  }
+  return changed;
+}
+
 // Rewrites `from` to `to` in the text files beneath `dir`, mtimes kept.
 void relocate_dir(int dir, const std::string& rel, const std::string& from, const std::string& to,
                   int depth, PrepReport& report) {
@@ -431,6 +526,15 @@ void relocate_dir(int dir, const std::string& rel, const std::string& from, cons
                                                         "ELF") == 0;
       const int elf_type = elf ? static_cast<unsigned char>(text[16]) : 0;
       if (elf && (elf_type == 2 || elf_type == 3)) {
+        if (repoint_runpath(text, from, to, rel)) {
+          if (::pwrite(file.get(), text.data(), text.size(), 0) ==
+              static_cast<ssize_t>(text.size())) {
+            const struct timespec times[2] = {st.st_atim, st.st_mtim};
+            ::futimens(file.get(), times);
+            report.runpaths_rewritten += 1;
+            continue;
+          }
+        }
         if (::unlinkat(dir, name.c_str(), 0) == 0) report.binaries_removed += 1;
         continue;
       }
@@ -487,6 +591,7 @@ nlohmann::json PrepReport::to_json() const {
                         {"mtimes_aligned", mtimes_aligned},
                         {"relocated", relocated},
                         {"files_relocated", files_relocated},
+                        {"runpaths_rewritten", runpaths_rewritten},
                         {"binaries_removed", binaries_removed}};
   if (skipped_special > 0) out["skipped_special"] = skipped_special;
   if (!notes.empty()) out["notes"] = notes;

@@ -21,9 +21,10 @@
 //   older than the sources they were built from. A copied build folder
 //   (one holding CMakeCache.txt or config.status) has the source's absolute
 //   path rewritten to the worktree's in its text files, mtimes kept. Binary
-//   files are not rewritten: an executable or shared library that names the
-//   old path (its RUNPATH points at the checkout's build folder, which the
-//   sandbox hides) is removed, so the build links it again; object files
+//   files are not rewritten, except that an executable or shared library
+//   whose RUNPATH names the old path (the checkout's build folder, which the
+//   sandbox hides) has it re-pointed in place as "$ORIGIN/..." (it is always
+//   shorter), else is removed so the build links it again; object files
 //   keep the old path in their debug info (harmless to a build); Ninja's
 //   .ninja_deps keeps the old paths (the report says so; Ninja then
 //   rebuilds what those deps name).
@@ -54,8 +55,10 @@ struct PrepReport {
   std::uint64_t mtimes_aligned = 0;      // tracked files given the source's mtime
   std::vector<std::string> relocated;    // build folders whose absolute paths were rewritten
   std::uint64_t files_relocated = 0;
-  // Executables and shared libraries of a build folder that named the old
-  // path (RUNPATH): removed, so the build links them again.
+  // Executables and shared libraries of a build folder whose RUNPATH named
+  // the old path: re-pointed in place ($ORIGIN-relative, mtime kept), or,
+  // where that does not fit, removed so the build links them again.
+  std::uint64_t runpaths_rewritten = 0;
   std::uint64_t binaries_removed = 0;
   std::vector<std::string> notes;  // what could not be done, for the journal
 

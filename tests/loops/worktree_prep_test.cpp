@@ -222,3 +222,35 @@ TEST_F(WorktreePrepTest, ACMakeBuildFolderIsRelocated) {
 
 }  // namespace
 }  // namespace loopr::test
+
+namespace loopr::test {
+namespace {
+
+// A real program linked to a shared library of the build folder, its
+// RUNPATH the checkout's build folder: in the worktree it runs from the
+// worktree's library ($ORIGIN), the checkout's build folder gone, mtime kept.
+TEST_F(WorktreePrepTest, ARunpathIntoTheCheckoutIsRepointedInPlace) {
+  tree_.write("repo/build/CMakeCache.txt", "CMAKE_HOME_DIRECTORY:INTERNAL=" + repo_ + "\n");
+  tree_.write("repo/build/lib.c", "int answer(void) { return 42; }\n");
+  tree_.write("repo/build/main.c", "int answer(void);\nint main(void) { return answer() - 42; }\n");
+  ASSERT_EQ(shell(repo_ + "/build",
+                  "cc -shared -fPIC -o libanswer.so lib.c && mkdir -p tests && "
+                  "cc -o tests/prog main.c -L. -lanswer -Wl,--enable-new-dtags -Wl,-rpath," +
+                      repo_ + "/build && tests/prog"),
+            0);
+  const struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, tree_.path("repo/build/tests/prog").c_str(), old_times, 0), 0);
+
+  const WorktreeInfo wt = worktree("c6", "loop/c6");
+  auto report = bring_into_worktree(wt, {"build"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->runpaths_rewritten, 1u);
+  EXPECT_EQ(report->binaries_removed, 0u);
+  EXPECT_EQ(stat_of(wt.path + "/build/tests/prog").st_mtim.tv_sec, 1000000000);
+  ASSERT_EQ(::rename(tree_.path("repo/build").c_str(), tree_.path("repo/build.gone").c_str()), 0);
+  EXPECT_EQ(shell(wt.path + "/build", "tests/prog"), 0);
+  EXPECT_EQ(shell(wt.path, "readelf -d build/tests/prog | grep -q 'ORIGIN/\\.\\.'"), 0);
+}
+
+}  // namespace
+}  // namespace loopr::test
