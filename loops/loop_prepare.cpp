@@ -113,6 +113,9 @@ asio::awaitable<bool> LoopRun::prepare_worktree() {
   }
   // after preparation: record_prepared_paths()
   progress_.worktree_prepared = true;
+  // Nothing to do: no step of its own; the flag is stored with the next one
+  // (iteration_started), and redoing nothing after a crash costs nothing.
+  if (step.empty()) co_return true;
   co_return persist("worktree_prepared", step);
 }
 

@@ -2,8 +2,10 @@
 // lane runners, sandbox and git: [worktrees] include brings an ignored
 // node_modules tool into the loop's worktree (the validation needs it), a
 // setup command generates a file the tests read, a failing setup ends the
-// loop with its output, and what a loop writes into an included path (also
-// through an absolute symlink) never reaches the user's checkout.
+// loop with its output, what a loop writes into an included path (also
+// through an absolute symlink) never reaches the user's checkout, and each
+// loop of a plan starts from its parent's worktree (an ignored build output
+// only the plan's worktree has reaches every code loop).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,6 +165,102 @@ TEST_F(LoopPrepTest, WritesIntoAnIncludedPathNeverReachTheCheckout) {
   const ssize_t n = ::readlink((worktree + "/build/abs").c_str(), target, sizeof target);
   ASSERT_GT(n, 0);
   EXPECT_EQ(std::string(target, static_cast<std::size_t>(n)), worktree + "/build/out.txt");
+}
+
+// ---- a plan: each loop starts from its parent's worktree --------------------------
+
+json keyed(const std::string& loop, json line) {
+  line["loop"] = loop;
+  return line;
+}
+
+// A plan of one spec with three phases, each phase's code loop writing
+// notes/<phase>.txt; every validation needs build/from-plan.txt, an ignored
+// file that exists only in the plan's own worktree.
+std::vector<json> one_spec_plan() {
+  std::vector<json> lines;
+  lines.push_back(keyed(
+      "p1", turn({tool_call("cp", "create_plan",
+                            {{"title", "Notes"},
+                             {"overview", "Write notes."},
+                             {"specs", json::array({{{"name", "notes"},
+                                                     {"title", "Spec notes"},
+                                                     {"description", "All notes."},
+                                                     {"dependencies", json::array()}}})}})})));
+  const std::vector<std::string> phases = {"one", "two", "three"};
+  json list = json::array();
+  for (const auto& phase : phases)
+    list.push_back({{"name", phase}, {"title", "Phase " + phase}, {"description", "Do " + phase}});
+  lines.push_back(keyed("p1-s1", turn({tool_call("cs", "create_spec",
+                                                 {{"name", "notes"},
+                                                  {"title", "Spec notes"},
+                                                  {"overview", "Phases of notes"},
+                                                  {"phases", list}})})));
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const std::string phase_id = "p1-s1-ph" + std::to_string(i + 1);
+    const std::string file = "notes/" + phases[i] + ".txt";
+    const std::string check =
+        "test -f build/from-plan.txt && test -f build/out.txt && test -f " + file;
+    lines.push_back(
+        keyed(phase_id, turn({tool_call("cph", "create_phase",
+                                        {{"name", phases[i]},
+                                         {"title", "Phase " + phases[i]},
+                                         {"objective", "Write " + file},
+                                         {"tasks", json::array({{{"description", "write " + file},
+                                                                 {"file", file},
+                                                                 {"action", "create"}}})},
+                                         {"validation_command", check}})})));
+    lines.push_back(
+        keyed(phase_id + "-c1",
+              turn({tool_call("w", "write_file", {{"path", file}, {"content", phases[i] + "\n"}}),
+                    tool_call("d", "complete_task", {{"summary", "wrote " + file}})})));
+  }
+  return lines;
+}
+
+TEST_F(LoopPrepTest, EachLoopOfAPlanStartsFromItsParentsWorktreeBuildOutputsIncluded) {
+  const std::string path = scripts_.path("plan.jsonl");
+  write_session(path, one_spec_plan());
+  DaemonOptions options;
+  options.extra_toml =
+      scripted_toml({{"scripted", path, 0}}) + "\n[worktrees]\ninclude = [\"build\"]\n";
+  daemon_ = std::make_unique<DaemonHarness>(options);
+  repo_ = make_sample_repo(daemon_->worktree());
+  write_file(repo_.path + "/.gitignore", "build/\n");
+  ASSERT_NO_FATAL_FAILURE(commit_all(repo_.path, "ignore build"));
+  ASSERT_EQ(::mkdir((repo_.path + "/build").c_str(), 0755), 0);
+  write_file(repo_.path + "/build/out.txt", "built in the checkout\n");
+  daemon_->start();
+
+  const json created =
+      daemon_->call("loop.create_plan", {{"description", "Write notes"}, {"repo", repo_.path}});
+  const std::string id = created["loop"]["id"];
+  const json waiting = wait_status(*daemon_, id, [](const std::string& status) {
+    return status == "awaiting_approval" || is_final_status(status);
+  });
+  ASSERT_EQ(waiting["status"], "awaiting_approval") << waiting.dump(2);
+  // Only the plan's worktree has this one: its children can get it from
+  // their parents' worktrees only.
+  const std::string plan_worktree = waiting["worktree"];
+  write_file(plan_worktree + "/build/from-plan.txt", "the plan's build output\n");
+  daemon_->call("plan.approve", {{"id", id}});
+  const json done = wait_final(*daemon_, id, 180s);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2);
+  for (const std::string loop : {"p1-s1", "p1-s1-ph1", "p1-s1-ph1-c1", "p1-s1-ph3-c1"}) {
+    const auto prepared = steps_of_kind(read_transcript(*daemon_, loop), "worktree_prepared");
+    ASSERT_EQ(prepared.size(), 1u) << loop;
+    const json include = prepared[0]["data"]["include"];
+    EXPECT_NE(include["source"].get<std::string>().find(".loopr-worktrees"), std::string::npos)
+        << loop << ": " << include.dump(2);
+    EXPECT_EQ(
+        file_text(get_loop(*daemon_, loop)["worktree"].get<std::string>() + "/build/from-plan.txt"),
+        "the plan's build output\n")
+        << loop;
+  }
+  // The checkout's build folder is as it was.
+  EXPECT_EQ(file_text(repo_.path + "/build/out.txt"), "built in the checkout\n");
+  struct stat st {};
+  EXPECT_NE(::stat((repo_.path + "/build/from-plan.txt").c_str(), &st), 0);
 }
 
 }  // namespace
