@@ -6,7 +6,10 @@
 # temp socket, config and state, a scripted model that makes a one-line edit
 # of one source file, [worktrees] include bringing the checkout's build
 # outputs in (per repository, [[repositories]]), and the validation being the
-# incremental build plus the tests.
+# incremental build plus the tests. Then a plan (one spec, three phases, three
+# code loops) on a never-built cJSON checkout whose setup configures and
+# builds: each loop's setup and first validation, to show the tree builds
+# cold once (in the plan's worktree) and every loop below starts warm.
 #
 #   bench/worktree_prep_bench.sh [RUNS]     (default 3; LOOPR_BIN=build-bench/bin)
 #
@@ -44,7 +47,11 @@ tar xzf "$cjson_tar" -C "$work/cjson" --strip-components=1
 tar xzf "$lua_tar" -C "$work/lua" --strip-components=1
 printf 'build/\n' > "$work/cjson/.gitignore"
 printf '*.o\n*.a\nsrc/lua\nsrc/luac\n' > "$work/lua/.gitignore"
-for p in cjson lua; do
+# The plan's checkout: cJSON again, never built (no build/ to include).
+mkdir -p "$work/cjson-plan"
+tar xzf "$cjson_tar" -C "$work/cjson-plan" --strip-components=1
+printf 'build/\nnotes/\n' > "$work/cjson-plan/.gitignore"
+for p in cjson lua cjson-plan; do
   git -C "$work/$p" init -q -b main
   git -C "$work/$p" add -A
   git -C "$work/$p" commit -q -m "upstream"
@@ -78,6 +85,28 @@ for t in turns:
 PY
 }
 session "$cjson_file" "$cjson_old" > "$base/config/cjson.jsonl"
+# A plan of one spec with three phases, each with one code loop writing a
+# file; every validation is the incremental build + tests (lines keyed by
+# loop id, as the scripted provider plays every loop of the tree).
+python3 - "$cjson_validate" > "$base/config/plan.jsonl" <<'PY'
+import json, sys
+validate = sys.argv[1]
+def turn(calls): return {"tool_calls": calls, "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}}
+def call(i, name, args): return {"id": i, "name": name, "arguments": args}
+lines = [dict(turn([call("cp", "create_plan", {"title": "Docs", "overview": "Three notes.", "specs": [
+    {"name": "docs", "title": "Docs", "description": "Three notes.", "dependencies": []}]})]), loop="p1")]
+phases = ["one", "two", "three"]
+lines.append(dict(turn([call("cs", "create_spec", {"name": "docs", "title": "Docs", "overview": "Notes",
+    "phases": [{"name": n, "title": n, "description": n} for n in phases]})]), loop="p1-s1"))
+for i, n in enumerate(phases, 1):
+    f = f"docs-{n}.md"
+    lines.append(dict(turn([call("cph", "create_phase", {"name": n, "title": n, "objective": "write " + f,
+        "tasks": [{"description": "write " + f, "file": f, "action": "create"}],
+        "validation_command": f"test -f {f} && {validate}"})]), loop=f"p1-s1-ph{i}"))
+    lines.append(dict(turn([call("w", "write_file", {"path": f, "content": n + "\n"}),
+                            call("d", "complete_task", {"summary": "wrote " + f})]), loop=f"p1-s1-ph{i}-c1"))
+for l in lines: print(json.dumps(l))
+PY
 session "$lua_file" "$lua_old" > "$base/config/lua.jsonl"
 
 cat > "$base/config/loopr.toml" <<TOML
@@ -94,8 +123,19 @@ kind = "scripted"
 script = "$base/config/lua.jsonl"
 model = "bench"
 
+[providers.plan]
+kind = "scripted"
+script = "$base/config/plan.jsonl"
+model = "bench"
+
 [llm]
 provider = "cjson"
+
+[[repositories]]
+path = "$work/cjson-plan"
+[repositories.worktrees]
+include = ["build"]
+setup = "$cjson_configure && cmake --build build -j2"
 
 [[repositories]]
 path = "$work/cjson"
@@ -203,6 +243,47 @@ for run in $(seq "$runs"); do
   git -C "$l" checkout -q -- "$lua_file"
   timed "$l" "$lua_validate" >/dev/null
   measure_loop lua
+done
+
+# A plan with three code loops on a checkout that was never built: the plan's
+# worktree builds cold in its setup, every loop below it starts from its
+# parent's worktree (build included) and its setup is incremental.
+# A looprd with a fresh state, so the plan is p1 (the scripted session's
+# lines are keyed by loop id); `plan` returns once the plan awaits approval.
+ctl daemon stop >/dev/null
+export LOOPR_STATE_DIR=$base/state-plan
+ctl daemon start >/dev/null
+t0=$(now)
+ctl plan "Three notes" --repo "$work/cjson-plan" --provider plan > "$base/plan.out" 2>&1 || true
+plan=p1
+until ctl --json loop show "$plan" | grep -q '"status": *"awaiting_approval"'; do sleep 0.2; done
+ctl plan approve "$plan" >/dev/null
+until ctl --json loop show "$plan" | grep -Eq '"status": *"(completed|failed|blocked|cancelled)"'; do sleep 0.5; done
+t1=$(now)
+echo "plan status=$(ctl --json loop show "$plan" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("loop", d)["status"])') total_s=$(elapsed "$t0" "$t1")"
+cat > "$base/plan_report.py" <<'PY'
+import json, sys
+setup = prep = val = None
+for line in sys.stdin:
+    try:
+        s = json.loads(line)
+    except ValueError:
+        continue
+    if s.get("kind") == "setup":
+        setup = s["data"]
+    if s.get("kind") == "worktree_prepared":
+        prep = s["data"].get("include", {})
+    if s.get("kind") == "validation" and val is None:
+        val = s["data"]
+def secs(d, k):
+    return "%.2f" % (d[k] / 1000) if d and k in d else "-"
+source = (prep or {}).get("source", "-").rsplit("/", 1)[-1]
+print("plan-loop %s setup_s=%s include_files=%s include_from=%s first_validation_s=%s" % (
+    sys.argv[1], secs(setup, "duration_ms"), (prep or {}).get("files", "-"), source,
+    secs(val, "duration_ms")))
+PY
+for id in p1 p1-s1 p1-s1-ph1 p1-s1-ph1-c1 p1-s1-ph2 p1-s1-ph2-c1 p1-s1-ph3 p1-s1-ph3-c1; do
+  ctl --json loop logs "$id" 2>/dev/null | python3 "$base/plan_report.py" "$id"
 done
 
 echo "== medians of $runs runs"
