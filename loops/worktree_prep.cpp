@@ -176,8 +176,13 @@ struct Copier {
 
   Result<void> copy_file(int src_dir, int dst_dir, const std::string& name, const std::string& rel,
                          const struct stat& /*listed*/) {
-    UniqueFd in(::openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
-    if (!in) return errno_error(errno, "open", source_top + "/" + rel);
+    UniqueFd in(
+        ::openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (!in) {  // gone or unreadable meanwhile: the rest is still worth having
+      note(*report,
+           rel + ": cannot be read (" + std::string(std::strerror(errno)) + "); not copied");
+      return {};
+    }
     struct stat now {};
     if (::fstat(in.get(), &now) != 0 || !S_ISREG(now.st_mode)) return {};
     if (!make_room(dst_dir, name, false)) return {};
@@ -510,8 +515,10 @@ void relocate_dir(int dir, const std::string& rel, const std::string& from, cons
       continue;
     }
     if (!S_ISREG(st.st_mode) || st.st_size == 0 || st.st_size > kMaxRelocatedFile) continue;
-    UniqueFd file(::openat(dir, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
-    if (!file) continue;
+    UniqueFd file(
+        ::openat(dir, name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    struct stat opened {};
+    if (!file || ::fstat(file.get(), &opened) != 0 || !S_ISREG(opened.st_mode)) continue;
     std::string text(static_cast<std::size_t>(st.st_size), '\0');
     if (::pread(file.get(), text.data(), text.size(), 0) != st.st_size) continue;
     if (text.find(from) == std::string::npos) continue;

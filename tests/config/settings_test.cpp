@@ -535,6 +535,31 @@ TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
   EXPECT_EQ(top.worktrees.keep_finished_s, 0);
 }
 
+TEST(SettingsWorktrees, IncludeAndSetupAreReadAndEmptyByDefault) {
+  EXPECT_TRUE(Settings::defaults().worktrees.prep.include.empty());
+  EXPECT_TRUE(Settings::defaults().worktrees.prep.setup.empty());
+  const Settings s = merged(
+      "[worktrees]\ninclude = [\"node_modules\", \"build/\", \"src/*.o\"]\n"
+      "setup = \"npm ci --offline\"\n");
+  EXPECT_EQ(s.worktrees.prep.include,
+            (std::vector<std::string>{"node_modules", "build/", "src/*.o"}));
+  EXPECT_EQ(s.worktrees.prep.setup, "npm ci --offline");
+  const Mistake mistakes[] = {
+      {"[worktrees]\ninclude = [\"../other\"]\n", "loopr.toml:2: worktrees.include[0]:", ".."},
+      {"[worktrees]\ninclude = [\"/etc\"]\n",
+       "loopr.toml:2: worktrees.include[0]:", "not relative"},
+      {"[worktrees]\ninclude = [\"a\", \"\"]\n", "loopr.toml:2: worktrees.include[1]:", "empty"},
+      {"[worktrees]\ninclude = \"node_modules\"\n", "loopr.toml:2: worktrees.include:", ""},
+      {"[worktrees]\nsetup = 5\n", "loopr.toml:2: worktrees.setup:", ""},
+  };
+  for (const auto& mistake : mistakes) {
+    SCOPED_TRACE(mistake.text);
+    const std::string message = merge_error(mistake.text);
+    EXPECT_THAT(message, StartsWith(mistake.prefix));
+    EXPECT_THAT(message, HasSubstr(mistake.fragment));
+  }
+}
+
 TEST(SettingsPlans, EachMistakeNamesFileLineAndKey) {
   const Mistake mistakes[] = {
       {"[scheduler]\nmax_running = -1\n", "loopr.toml:2: scheduler.max_running:", "non-negative"},
