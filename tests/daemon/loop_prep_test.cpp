@@ -8,6 +8,7 @@
 // only the plan's worktree has reaches every code loop).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -165,6 +166,24 @@ TEST_F(LoopPrepTest, WritesIntoAnIncludedPathNeverReachTheCheckout) {
   const ssize_t n = ::readlink((worktree + "/build/abs").c_str(), target, sizeof target);
   ASSERT_GT(n, 0);
   EXPECT_EQ(std::string(target, static_cast<std::size_t>(n)), worktree + "/build/out.txt");
+}
+
+// Preparation happens once per worktree: looprd SIGKILLed right after it
+// (the loop's iteration under way) does not run the setup again.
+TEST_F(LoopPrepTest, ARestartDoesNotPrepareTheWorktreeAgain) {
+  start("setup = \"echo ran >> setup-runs.txt\"\n");
+  EventLog events(*daemon_, {"loop.step"});
+  const std::string id =
+      create({{"validate", "test \"$(wc -l < setup-runs.txt)\" -eq 1 && sh test.sh"},
+              {"max_iterations", 1}})["id"];
+  ASSERT_TRUE(events.wait_for(step_event(id, "worktree_prepared"), 60s));
+  const int status = daemon_->stop(9);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == 9) << "status " << status;
+  daemon_->start();
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(read_bytes(loop["worktree"].get<std::string>() + "/setup-runs.txt"), "ran\n");
+  EXPECT_EQ(steps_of_kind(read_transcript(*daemon_, id), "setup").size(), 1u);
 }
 
 // ---- a plan: each loop starts from its parent's worktree --------------------------
