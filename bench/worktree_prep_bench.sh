@@ -219,30 +219,28 @@ PY
   tail -1 "$results"
 }
 
+# One project's run: cold (after `clean`), incremental after the edit in the
+# checkout (then undone and rebuilt, untimed), then the loop.
+measure_project() {  # measure_project NAME CLEAN COLD VALIDATE FILE OLD
+  local p=$1 dir=$work/$1 s
+  (cd "$dir" && sh -c "$2")
+  s=$(timed "$dir" "$3")
+  echo "$p cold_s=$s" | tee -a "$results"
+  edit_checkout "$dir" "$5" "$6"
+  s=$(timed "$dir" "$4")
+  echo "$p incremental_s=$s" | tee -a "$results"
+  git -C "$dir" checkout -q -- "$5"
+  timed "$dir" "$4" >/dev/null
+  measure_loop "$p"
+}
+
 for run in $(seq "$runs"); do
   # cJSON (CMake): cold = configure + build + tests from nothing.
-  c=$work/cjson
-  rm -rf "$c/build"
-  s=$(timed "$c" "$cjson_configure && $cjson_validate")
-  echo "cjson cold_s=$s" | tee -a "$results"
-  edit_checkout "$c" "$cjson_file" "$cjson_old"
-  s=$(timed "$c" "$cjson_validate")
-  echo "cjson incremental_s=$s" | tee -a "$results"
-  git -C "$c" checkout -q -- "$cjson_file"
-  timed "$c" "$cjson_validate" >/dev/null
-  measure_loop cjson
-
+  measure_project cjson "rm -rf build" "$cjson_configure && $cjson_validate" "$cjson_validate" \
+    "$cjson_file" "$cjson_old"
   # Lua (make): cold = build + the check from nothing.
-  l=$work/lua
-  (cd "$l" && make -s clean >/dev/null)
-  s=$(timed "$l" "$lua_validate")
-  echo "lua cold_s=$s" | tee -a "$results"
-  edit_checkout "$l" "$lua_file" "$lua_old"
-  s=$(timed "$l" "$lua_validate")
-  echo "lua incremental_s=$s" | tee -a "$results"
-  git -C "$l" checkout -q -- "$lua_file"
-  timed "$l" "$lua_validate" >/dev/null
-  measure_loop lua
+  measure_project lua "make -s clean >/dev/null" "$lua_validate" "$lua_validate" \
+    "$lua_file" "$lua_old"
 done
 
 # A plan with three code loops on a checkout that was never built: the plan's
