@@ -133,6 +133,7 @@ struct Copier {
   const std::set<std::string>* tracked = nullptr;
   dev_t dest_dev = 0;
   ino_t dest_ino = 0;
+  ino_t worktrees_ino = 0;  // the worktree's parent folder (same device or 0)
   PrepReport* report = nullptr;
 
   // Where a link copied to `rel` should point.
@@ -248,7 +249,11 @@ struct Copier {
       return {};
     }
     if (S_ISDIR(st.st_mode)) {
-      if (st.st_dev == dest_dev && st.st_ino == dest_ino) return {};  // the worktree itself
+      // The worktree itself, and the folder of all loops' worktrees (when
+      // it lies inside the checkout): never copied into a worktree.
+      if (st.st_dev == dest_dev && (st.st_ino == dest_ino || st.st_ino == worktrees_ino)) {
+        return {};
+      }
       UniqueFd from = open_dir_at(src_dir, name);
       if (!from) return {};
       if (!make_room(dst_dir, name, true)) return {};
@@ -673,6 +678,10 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   copier.tracked = &tracked;
   copier.dest_dev = dest_st.st_dev;
   copier.dest_ino = dest_st.st_ino;
+  struct stat parent_st {};
+  if (::fstatat(dst_top.get(), "..", &parent_st, 0) == 0 && parent_st.st_dev == dest_st.st_dev) {
+    copier.worktrees_ino = parent_st.st_ino;
+  }
   copier.report = &report;
   for (const std::string& entry : tops) {
     auto copied = copier.copy_path(src_top.get(), dst_top.get(), entry);

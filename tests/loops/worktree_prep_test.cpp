@@ -117,6 +117,22 @@ TEST_F(WorktreePrepTest, APatternNeverLeavesTheCheckoutThroughALink) {
   EXPECT_EQ(report->files, 0u);
 }
 
+// Worktrees made inside the checkout (the repository is the worktree root):
+// a pattern that matches their folder copies neither it nor the worktree.
+TEST_F(WorktreePrepTest, TheWorktreesFolderInsideTheCheckoutIsNeverCopied) {
+  auto inside = add_worktree(repo_, tree_.path("repo/.loopr-worktrees/c8"), "loop/c8", "");
+  ASSERT_TRUE(inside) << inside.error().message;
+  auto another = add_worktree(repo_, tree_.path("repo/.loopr-worktrees/c9"), "loop/c9", "");
+  ASSERT_TRUE(another) << another.error().message;
+  tree_.write("repo/.loopr-worktrees/c9/secret.txt", "another loop's\n");
+  tree_.write("repo/.env", "A=1\n");
+  auto report = bring_into_worktree(*inside, {".*"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(tree_.exists("repo/.loopr-worktrees/c8/.env"));
+  EXPECT_FALSE(tree_.exists("repo/.loopr-worktrees/c8/.loopr-worktrees"));
+  EXPECT_EQ(report->files, 1u) << report->to_json().dump(2);
+}
+
 TEST_F(WorktreePrepTest, TrackedFilesAreNeverOverwritten) {
   tree_.write("repo/README.md", "the user's uncommitted edit\n");
   const WorktreeInfo wt = worktree("c3", "loop/c3");
