@@ -111,7 +111,6 @@ asio::awaitable<bool> LoopRun::prepare_worktree() {
     json settled = co_await settle_by_products();
     if (!settled.is_null()) step["by_products"] = std::move(settled);
   }
-  // after preparation: record_prepared_paths()
   progress_.worktree_prepared = true;
   // Nothing to do: no step of its own; the flag is stored with the next one
   // (iteration_started), and redoing nothing after a crash costs nothing.
