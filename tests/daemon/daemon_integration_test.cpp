@@ -1074,7 +1074,8 @@ server?.close();
 // The Node binaries to try: the Node 22 scripts/install-test-npm.sh puts in
 // the build's npm folder (LOOPR_NPM_DIR, or BUILD/npm beside BUILD/bin), and
 // the machine's /usr/bin/node. A build inside a folder the lanes hide from
-// jobs (a home folder, $HOME) cannot be run by a job: its Node is left out.
+// jobs (a home folder, $HOME) or under /tmp (a job has a /tmp of its own)
+// cannot be run by a job: its Node is left out.
 std::vector<std::string> node_binaries() {
   std::vector<std::string> found;
   const char* npm = std::getenv("LOOPR_NPM_DIR");
@@ -1086,7 +1087,7 @@ std::vector<std::string> node_binaries() {
   const char* home = std::getenv("HOME");
   const auto hidden_from_jobs = [&](const std::string& path) {
     for (const std::string& hidden :
-         {std::string("/home/"), std::string("/root/"), std::string("/run/"),
+         {std::string("/home/"), std::string("/root/"), std::string("/run/"), std::string("/tmp/"),
           home != nullptr && *home == '/' ? std::string(home) + "/" : std::string("/home/")}) {
       if (path.rfind(hidden, 0) == 0) return true;
     }

@@ -204,8 +204,10 @@ TEST(CommandTools, TheWholeResultFitsTheCapWhateverThePrintedBytes) {
     EXPECT_EQ(line_size(run.output), run.stdout_text.size());
     EXPECT_EQ(run.output["truncated"], true);
     EXPECT_NE(run.output["output"].get<std::string>().find(" bytes cut ("), std::string::npos);
-    // The budget is lowered only as far as needed: most of the cap is used.
-    EXPECT_GT(run.stdout_text.size(), 54000u);
+    // The budget is lowered only as far as needed: most of the cap is used
+    // (random bytes vary in what their JSON costs — U+FFFD for each byte that
+    // is not UTF-8, a base64 copy, the named limit — so 80 %, not more).
+    EXPECT_GT(run.stdout_text.size(), 48000u);
   }
   // Two-byte characters cut on their boundaries: valid UTF-8, no U+FFFD.
   const auto accents = run_loopr_tool("run_command", tree.root(),
