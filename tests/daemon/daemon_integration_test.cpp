@@ -1174,10 +1174,19 @@ TEST(DaemonRuntimes, AJobKilledForMemorySaysWhichLimitAndTheKeyThatRaisesIt) {
   EXPECT_EQ(memory.rfind("memory limit 64 MiB per job", 0), 0u) << heavy.dump();
   EXPECT_FALSE(heavy["cgroups"].value("pids", "").empty()) << heavy.dump();
   const json result = daemon.tool("test", json::object());
-  ASSERT_TRUE(result["output"].contains("limit")) << result.dump();
-  EXPECT_EQ(result["output"]["limit"]["name"], "memory");
-  EXPECT_EQ(result["output"]["limit"]["key"], "[lanes.heavy] memory_mb in loopr.toml");
-  EXPECT_EQ(result["output"]["limit"]["value"], 64);
+  // In the command's result; or, when the kill also took the tool that would
+  // have written it (a sanitizer build's loopr-tool needs more than 64 MiB),
+  // in the error's details.
+  const json& output = result["output"];
+  const json limit = output.is_object() && output.contains("limit")
+                         ? output["limit"]
+                         : result.value("error", json::object())
+                               .value("details", json::object())
+                               .value("limit", json());
+  ASSERT_TRUE(limit.is_object()) << result.dump();
+  EXPECT_EQ(limit["name"], "memory");
+  EXPECT_EQ(limit["key"], "[lanes.heavy] memory_mb in loopr.toml");
+  EXPECT_EQ(limit["value"], 64);
 }
 
 // The optional address-space limit reaches the runner too, and a command
