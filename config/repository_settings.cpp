@@ -123,6 +123,15 @@ void check_include_pattern(const toml::value& at, const std::string& key,
       fail(at, key,
            "\"" + pattern + "\" reaches outside the checkout with \"..\"; name files inside it");
     }
+    // "." (or "./x") would name the checkout itself, its .git included, and
+    // dodge the tracked-file check, which compares git's "x" with "./x".
+    if (part == ".") {
+      fail(at, key,
+           "\"" + pattern + "\" has a \".\" part; write the path without it (\"x\", not \"./x\")");
+    }
+    if (part == ".git") {
+      fail(at, key, "\"" + pattern + "\" names git's own folder, which is never copied");
+    }
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/small_file.hpp"
 #include "loops/git_command.hpp"
 #include "loops/worktrees.hpp"
 
@@ -74,20 +75,18 @@ struct Repo {
 // a refusal: nothing here is trusted further.
 inline std::optional<std::pair<std::string, std::string>> main_checkout_of_linked(
     const std::string& dot_git_file) {
-  std::ifstream in(dot_git_file);
-  std::string line;
-  if (!std::getline(in, line) || line.rfind("gitdir: ", 0) != 0) return std::nullopt;
-  std::string admin = line.substr(8);
-  while (!admin.empty() && (admin.back() == '\r' || admin.back() == ' '))
-    admin.pop_back();
+  // The file is a job's to write when `repo` is a loop's worktree.
+  const std::string line = first_line_of_small_file(dot_git_file);
+  if (line.rfind("gitdir: ", 0) != 0) return std::nullopt;
+  const std::string admin = line.substr(8);
   const std::size_t at = admin.rfind("/worktrees/");
   if (admin.empty() || admin[0] != '/' || at == std::string::npos) return std::nullopt;
   const std::string common = admin.substr(0, at);
   const std::size_t slash = common.rfind('/');
   if (slash == std::string::npos || common.substr(slash) != "/.git") return std::nullopt;
   std::string branch;
-  std::ifstream head(admin + "/HEAD");
-  if (std::string ref; std::getline(head, ref) && ref.rfind("ref: refs/heads/", 0) == 0) {
+  if (const std::string ref = first_line_of_small_file(admin + "/HEAD");
+      ref.rfind("ref: refs/heads/", 0) == 0) {
     branch = ref.substr(16);
   }
   return std::make_pair(slash == 0 ? std::string("/") : common.substr(0, slash), branch);
@@ -96,9 +95,7 @@ inline std::optional<std::pair<std::string, std::string>> main_checkout_of_linke
 // The branch `repo`'s HEAD is on ("" when detached or unreadable). Read from
 // the file rather than by running git: nothing here may run a program.
 inline std::string current_branch(const std::string& repo) {
-  std::ifstream in(repo + "/.git/HEAD");
-  std::string line;
-  if (!std::getline(in, line)) return {};
+  const std::string line = first_line_of_small_file(repo + "/.git/HEAD");
   const std::string prefix = "ref: refs/heads/";
   if (line.rfind(prefix, 0) != 0) return {};
   return line.substr(prefix.size());

@@ -1187,8 +1187,9 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       if (j == dispatch.size()) break;
       if (validation) {
-        results.push_back(
-            co_await services.tools.run_validation(spec_.id, spec_.worktree, spec_.validate));
+        results.push_back(co_await services.tools.run_validation(
+            spec_.id, spec_.worktree, spec_.validate,
+            static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000));
         if (stopping_) break;
       } else {
         batch.push_back(std::move(dispatch[j]));

@@ -8,6 +8,7 @@
 
 #include <string_view>
 
+#include "common/small_file.hpp"
 #include "common/unique_fd.hpp"
 
 namespace loopr::memory {
@@ -18,29 +19,6 @@ std::string realpath_or_empty(const std::string& path) {
   return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
 }
 
-// The first line of a small regular file, without its newline; empty for
-// anything else. The worktree is a job's to write: a FIFO would block the
-// io thread and /dev/zero would never end, so the file is opened without
-// following a final symlink and without blocking, must be regular, and at
-// most PATH_MAX bytes are read.
-std::string first_line(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd) return {};
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  std::string text(PATH_MAX, '\0');
-  const ssize_t got = ::read(fd.get(), text.data(), text.size());
-  if (got <= 0) return {};
-  text.resize(static_cast<std::size_t>(got));
-  const auto newline = text.find('\n');
-  if (newline == std::string::npos && text.size() == PATH_MAX) return {};  // no line that short
-  std::string line = text.substr(0, newline);
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
-    line.pop_back();
-  if (line.find('\0') != std::string::npos) return {};
-  return line;
-}
-
 std::string parent_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
   if (slash == std::string::npos || slash == 0) return "/";
@@ -49,13 +27,13 @@ std::string parent_of(const std::string& path) {
 
 // For a linked worktree's .git file: the main repository's folder, or empty.
 std::string main_repository(const std::string& folder, const std::string& dot_git) {
-  std::string line = first_line(dot_git);
+  std::string line = first_line_of_small_file(dot_git);
   constexpr std::string_view kPrefix = "gitdir: ";
   if (line.compare(0, kPrefix.size(), kPrefix) != 0) return {};
   std::string gitdir = line.substr(kPrefix.size());
   if (gitdir.empty()) return {};
   if (gitdir.front() != '/') gitdir = folder + "/" + gitdir;
-  std::string common = first_line(gitdir + "/commondir");
+  std::string common = first_line_of_small_file(gitdir + "/commondir");
   std::string common_dir = common.empty()          ? gitdir
                            : common.front() == '/' ? common
                                                    : gitdir + "/" + common;
