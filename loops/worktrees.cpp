@@ -47,13 +47,17 @@ const std::vector<std::string> kDiffOptions = {
 // emptied, so removing a hostile, very deep tree costs bounded fds and stack.
 constexpr int kMaxRemoveDepth = 64;
 
-// Unstages the scope's kept_out paths (`git reset` puts their index entries
-// back as HEAD has them: gone for new files), then stages again the paths the
-// model wrote within them. Paths reach git literally (GIT_LITERAL_PATHSPECS).
+// Unstages what `git add --all` added within the scope's kept_out paths (new
+// index entries: HEAD has no such path), then stages again the paths the
+// model wrote within them. A kept-out path that a commit already holds (the
+// model wrote it in an earlier iteration) keeps its staged change: the
+// daemon's changes to tracked files were put back after each command
+// (settle_daemon_changes), so what is left there is the model's.
+// Paths reach git literally (GIT_LITERAL_PATHSPECS).
 Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const CommitScope& scope) {
   constexpr std::size_t kPathsPerCall = 256;
-  auto in_batches = [&](std::vector<std::string> head,
-                        const std::vector<std::string>& paths) -> Result<void> {
+  auto in_batches = [&](std::vector<std::string> head, const std::vector<std::string>& paths,
+                        std::string* out = nullptr) -> Result<void> {
     for (std::size_t at = 0; at < paths.size(); at += kPathsPerCall) {
       std::vector<std::string> args = head;
       for (std::size_t i = at; i < paths.size() && i < at + kPathsPerCall; ++i) {
@@ -61,12 +65,27 @@ Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const Co
         if (path.size() > 1 && path.back() == '/') path.pop_back();
         args.push_back(std::move(path));
       }
-      if (Result<std::string> done = git.output(args); !done) return std::move(done).error();
+      Result<std::string> done = git.output(args);
+      if (!done) return std::move(done).error();
+      if (out != nullptr) *out += *done;
     }
     return {};
   };
   if (scope.kept_out.empty()) return {};
-  if (Result<void> reset = in_batches({"reset", "--quiet", "HEAD", "--"}, scope.kept_out); !reset) {
+  std::string listed;
+  if (Result<void> added = in_batches({"diff-index", "--cached", "--name-only", "-z",
+                                       "--no-renames", "--diff-filter=A", "HEAD", "--"},
+                                      scope.kept_out, &listed);
+      !added) {
+    return added;
+  }
+  std::vector<std::string> added_paths;
+  for (std::size_t start = 0; start < listed.size();) {
+    const std::size_t end = std::min(listed.find('\0', start), listed.size());
+    if (end > start) added_paths.push_back(listed.substr(start, end - start));
+    start = end + 1;
+  }
+  if (Result<void> reset = in_batches({"reset", "--quiet", "HEAD", "--"}, added_paths); !reset) {
     return reset;
   }
   std::vector<std::string> again;

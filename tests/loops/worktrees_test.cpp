@@ -276,6 +276,46 @@ TEST(WorktreesTest, AddCommitDiffAndRemoveKeepingTheBranch) {
   EXPECT_TRUE(remove_worktree(*info, false));
 }
 
+// A commit leaves out new paths within its kept_out list (a validation's
+// by-products) unless the model wrote them; once the model's file is in a
+// commit, its later changes there are committed too, whatever made them.
+TEST(WorktreesTest, KeptOutPathsStayOutButTheModelsTrackedFileThereKeepsItsEdits) {
+  TempTree tree;
+  const std::string repo = make_repo(tree);
+  Result<WorktreeInfo> info = add_worktree(repo, tree.path("wt/k"), "loop/k", "");
+  ASSERT_TRUE(info) << info.error().message;
+  auto names_in = [&](const std::string& commit) {
+    return plain_git(repo, {"ls-tree", "-r", "--name-only", commit}).output;
+  };
+
+  tree.write("wt/k/coverage/report.html", "by-product\n");
+  tree.write("wt/k/coverage/keep.txt", "the model's\n");
+  tree.write("wt/k/answer.txt", "42\n");
+  const CommitScope first_scope{{"coverage/"}, {"coverage/keep.txt"}};
+  Result<CommitOutcome> first = commit_all(*info, "iteration 1", first_scope);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(names_in(first->commit), "README.md\nanswer.txt\ncoverage/keep.txt\n");
+
+  // Iteration 2: the model changes its file with a command (not a file
+  // tool, so it is not in `written`), and a validation adds another report.
+  tree.write("wt/k/coverage/keep.txt", "the model's, edited by sed\n");
+  tree.write("wt/k/coverage/index.html", "by-product\n");
+  const CommitScope second_scope{{"coverage/"}, {}};
+  Result<CommitOutcome> second = commit_all(*info, "iteration 2", second_scope);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_TRUE(second->changed);
+  EXPECT_EQ(plain_git(repo, {"show", second->commit + ":coverage/keep.txt"}).output,
+            "the model's, edited by sed\n");
+  EXPECT_EQ(names_in(second->commit), "README.md\nanswer.txt\ncoverage/keep.txt\n");
+
+  // Its deletion by a command is the model's too.
+  ASSERT_TRUE(fs::remove(tree.path("wt/k/coverage/keep.txt")));
+  Result<CommitOutcome> third = commit_all(*info, "iteration 3", second_scope);
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(names_in(third->commit), "README.md\nanswer.txt\n");
+  EXPECT_TRUE(tree.exists("wt/k/coverage/index.html"));  // left in the worktree, warm
+}
+
 TEST(WorktreesTest, RemoveCanDeleteTheBranch) {
   TempTree tree;
   const std::string repo = make_repo(tree);
