@@ -49,7 +49,8 @@ void read_commands(const toml::value& table, const std::string& prefix, RepoSett
 }
 
 // [worktrees] include/setup of either place. In a repository's file the
-// other [worktrees] keys (folder, keep_finished_s) are the user's.
+// other [worktrees] keys (folder, keep_finished_s, copy_limit_mb) are the
+// user's.
 void read_worktrees(const toml::value& table, const std::string& prefix, bool repository_file,
                     RepoSettings& out) {
   detail::require_table(table, prefix);
@@ -65,10 +66,11 @@ void read_worktrees(const toml::value& table, const std::string& prefix, bool re
       out.include = std::move(patterns);
     } else if (entry.key == "setup") {
       out.setup = detail::read_string(v, key);
-    } else if (repository_file && (entry.key == "folder" || entry.key == "keep_finished_s")) {
+    } else if (repository_file && (entry.key == "folder" || entry.key == "keep_finished_s" ||
+                                   entry.key == "copy_limit_mb")) {
       fail(v, key,
-           "is not allowed in a repository's .loopr/loopr.toml: where worktrees go and how long "
-           "they are kept is yours to set in your own loopr.toml; " +
+           "is not allowed in a repository's .loopr/loopr.toml: where worktrees go, how long "
+           "they are kept and how much they may take is yours to set in your own loopr.toml; " +
                std::string(kRepoFileAllows));
     } else {
       fail(v, key, "unknown key; known keys are: include, setup");

@@ -778,7 +778,7 @@ class SettingsReader {
   void worktrees(const toml::value& table) {
     detail::require_table(table, "worktrees");
     detail::refuse_unknown_keys(table, "worktrees",
-                                {"folder", "keep_finished_s", "include", "setup"});
+                                {"folder", "keep_finished_s", "include", "setup", "copy_limit_mb"});
     for (const auto& entry : detail::entries(table)) {
       const toml::value& v = *entry.value;
       const std::string key = "worktrees." + entry.key;
@@ -797,6 +797,8 @@ class SettingsReader {
         }
       } else if (entry.key == "setup") {
         s_.worktrees.prep.setup = detail::read_string(v, key);
+      } else if (entry.key == "copy_limit_mb") {
+        s_.worktrees.copy_limit_mb = detail::read_integer_in(v, key, 1, 1024 * 1024, "MiB");
       }
     }
   }

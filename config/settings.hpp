@@ -334,6 +334,9 @@ struct WorktreeSettings {
   // (looprctl gc still removes them).
   std::int64_t keep_finished_s = 3600;
   WorktreePrep prep;  // include, setup
+  // What include (and a child's copy of its parent's worktree) may write
+  // into one new worktree, in MiB; reflinked copies cost nothing.
+  std::int64_t copy_limit_mb = 16384;
 };
 
 // [memory]: the notes loops keep (memory_save and friends; issue 13).

@@ -53,12 +53,16 @@ asio::awaitable<bool> LoopRun::prepare_worktree() {
   json step = json::object();
   if (!prep.include.empty() || !parent_branch.empty()) {
     const auto started = std::chrono::steady_clock::now();
-    auto file_work = [=] { return bring_into_worktree(info, prep.include, parent_branch); };
+    CopyLimits limits;
+    limits.max_bytes = static_cast<std::uint64_t>(services.settings.worktrees.copy_limit_mb) << 20;
+    auto file_work = [=] { return bring_into_worktree(info, prep.include, parent_branch, limits); };
     auto brought = co_await offload(engine_.git_pool(), file_work);
     if (stopping_) co_return false;
     if (!brought) {
+      const Error& error = brought.error();
       finish(LoopStatus::failed,
-             "cannot bring [worktrees] include into its worktree: " + brought.error().message);
+             "cannot bring [worktrees] include into its worktree: " + error.message +
+                 (error.hint.empty() ? std::string() : "; " + error.hint));
       co_return false;
     }
     step["include"] = brought->to_json();

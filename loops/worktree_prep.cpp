@@ -6,6 +6,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,13 +53,34 @@ UniqueFd open_dir_at(int dir, const std::string& name) {
   return UniqueFd(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
-// Opens the folder `rel` beneath `top` without following any link on the way.
-UniqueFd open_dir_beneath(int top, const std::string& rel) {
+// Folders a copy never enters, on the way down to a pattern's match or
+// below it: the new worktree itself and the folder of all loops' worktrees
+// (when they lie inside the source: another loop's files are not this
+// loop's to have).
+struct Fence {
+  dev_t dev = 0;
+  ino_t worktree = 0;
+  ino_t worktrees = 0;  // 0: not on the worktree's device
+
+  bool blocks(const struct stat& st) const {
+    return S_ISDIR(st.st_mode) && st.st_dev == dev &&
+           (st.st_ino == worktree || (worktrees != 0 && st.st_ino == worktrees));
+  }
+};
+
+// Opens the folder `rel` beneath `top` without following any link on the
+// way, and without entering a fenced folder (or a .git).
+UniqueFd open_dir_beneath(int top, const std::string& rel, const Fence* fence = nullptr) {
   UniqueFd current(::fcntl(top, F_DUPFD_CLOEXEC, 0));
   for (const std::string& part : split_path(rel)) {
-    if (!current || part == "..") return UniqueFd(-1);
-    if (part == ".") continue;
+    if (!current || part == ".." || part == "." || (fence != nullptr && part == ".git")) {
+      return UniqueFd(-1);
+    }
     current = open_dir_at(current.get(), part);
+    struct stat st {};
+    if (current && fence != nullptr && (::fstat(current.get(), &st) != 0 || fence->blocks(st))) {
+      return UniqueFd(-1);
+    }
   }
   return current;
 }
@@ -98,10 +120,12 @@ bool has_glob(const std::string& part) {
 }
 
 // The paths (relative to `top`) that `pattern` matches, one component at a
-// time; intermediate components must be folders, never links.
+// time; intermediate components must be folders, never links, never a
+// .git, never fenced.
 void expand(int top, const std::vector<std::string>& parts, std::size_t index,
-            const std::string& prefix, bool folders_only, std::vector<std::string>& out) {
-  UniqueFd dir = open_dir_beneath(top, prefix);
+            const std::string& prefix, bool folders_only, const Fence& fence,
+            std::vector<std::string>& out) {
+  UniqueFd dir = open_dir_beneath(top, prefix, &fence);
   if (!dir) return;
   const std::string& part = parts[index];
   std::vector<std::string> names;
@@ -114,14 +138,15 @@ void expand(int top, const std::vector<std::string>& parts, std::size_t index,
   }
   const bool last = index + 1 == parts.size();
   for (const std::string& name : names) {
-    if (prefix.empty() && name == ".git") continue;
+    if (name == ".git" || name == "." || name == "..") continue;
     struct stat st {};
     if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (fence.blocks(st)) continue;
     const std::string rel = prefix.empty() ? name : prefix + "/" + name;
     if (last) {
       if (!folders_only || S_ISDIR(st.st_mode)) out.push_back(rel);
     } else if (S_ISDIR(st.st_mode)) {
-      expand(top, parts, index + 1, rel, folders_only, out);
+      expand(top, parts, index + 1, rel, folders_only, fence, out);
     }
   }
 }
@@ -131,9 +156,9 @@ struct Copier {
   std::string repo_top;    // the user's checkout (realpath)
   std::string dest_top;
   const std::set<std::string>* tracked = nullptr;
-  dev_t dest_dev = 0;
-  ino_t dest_ino = 0;
-  ino_t worktrees_ino = 0;  // the worktree's parent folder (same device or 0)
+  Fence fence;
+  CopyLimits limits;
+  std::uint64_t bytes_written = 0;  // data copied (not shared by reflink)
   PrepReport* report = nullptr;
 
   // Where a link copied to `rel` should point.
@@ -165,6 +190,7 @@ struct Copier {
 
   // Makes room for `name` in `dir` unless a tracked path is there.
   bool make_room(int dir, const std::string& name, bool for_folder) {
+    if (name == ".git") return false;
     struct stat st {};
     if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return true;
     if (for_folder && S_ISDIR(st.st_mode)) return true;
@@ -175,8 +201,90 @@ struct Copier {
     return ::unlinkat(dir, name.c_str(), 0) == 0;
   }
 
-  Result<void> copy_file(int src_dir, int dst_dir, const std::string& name, const std::string& rel,
-                         const struct stat& /*listed*/) {
+  // Fails when copying `size` more bytes would pass the copy limit or leave
+  // the worktree's file system with less than the reserve free.
+  Result<void> check_room(int dst_dir, const std::string& rel, std::uint64_t size) {
+    constexpr std::uint64_t kMiB = 1024 * 1024;
+    auto amount = [&](std::uint64_t bytes) {
+      return bytes >= kMiB ? std::to_string(bytes / kMiB) + " MiB"
+                           : std::to_string(bytes) + " bytes";
+    };
+    if (bytes_written + size > limits.max_bytes) {
+      return make_error(
+          errc::too_large,
+          "the files brought into the worktree pass " + amount(limits.max_bytes) + " at " + rel,
+          "narrow [worktrees] include (or what the parent loop's worktree "
+          "holds), or raise [worktrees] copy_limit_mb in loopr.toml");
+    }
+    struct statvfs fs_info {};
+    if (::fstatvfs(dst_dir, &fs_info) != 0) return {};
+    const std::uint64_t total = std::uint64_t{fs_info.f_blocks} * fs_info.f_frsize;
+    const std::uint64_t free_bytes = std::uint64_t{fs_info.f_bavail} * fs_info.f_frsize;
+    const std::uint64_t reserve = limits.min_free_bytes != 0
+                                      ? limits.min_free_bytes
+                                      : std::min<std::uint64_t>(1024 * kMiB, total / 20);
+    if (free_bytes < size || free_bytes - size < reserve) {
+      return make_error(errc::too_large,
+                        "copying " + rel + " into the worktree would leave less than " +
+                            amount(reserve) + " free on its file system (" + amount(free_bytes) +
+                            " free)",
+                        "free some space, or narrow [worktrees] include");
+    }
+    return {};
+  }
+
+  // Copies bytes [from, to) of `in` to the same offsets of `out`.
+  Result<void> copy_range(int in, int out, off_t from, off_t to, const std::string& rel) {
+    off_t in_at = from, out_at = from;
+    while (in_at < to) {
+      const ssize_t n =
+          ::copy_file_range(in, &in_at, out, &out_at, static_cast<size_t>(to - in_at), 0);
+      if (n > 0) continue;
+      if (n == 0) return {};  // the file shrank meanwhile
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
+        return errno_error(errno, "copy", dest_top + "/" + rel);
+      }
+      char buffer[65536];
+      while (in_at < to) {
+        const ssize_t got = ::pread(
+            in, buffer, static_cast<size_t>(std::min<off_t>(to - in_at, sizeof buffer)), in_at);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return errno_error(errno, "read", source_top + "/" + rel);
+        if (got == 0) return {};
+        for (ssize_t done = 0; done < got;) {
+          const ssize_t w =
+              ::pwrite(out, buffer + done, static_cast<size_t>(got - done), out_at + done);
+          if (w < 0 && errno == EINTR) continue;
+          if (w < 0) return errno_error(errno, "write", dest_top + "/" + rel);
+          done += w;
+        }
+        in_at += got;
+        out_at += got;
+      }
+    }
+    return {};
+  }
+
+  // A copy that keeps holes: only the data extents are copied (SEEK_DATA,
+  // SEEK_HOLE), so a sparse file costs what it holds, not its size.
+  Result<void> copy_sparse(int in, int out, off_t size, const std::string& rel) {
+    off_t at = 0;
+    while (at < size) {
+      const off_t data = ::lseek(in, at, SEEK_DATA);
+      if (data < 0 && errno == ENXIO) break;                    // only a hole is left
+      if (data < 0) return copy_range(in, out, at, size, rel);  // no SEEK_DATA here
+      off_t hole = ::lseek(in, data, SEEK_HOLE);
+      if (hole < 0 || hole > size) hole = size;
+      if (Result<void> copied = copy_range(in, out, data, hole, rel); !copied) return copied;
+      at = hole;
+    }
+    if (::ftruncate(out, size) != 0) return errno_error(errno, "size", dest_top + "/" + rel);
+    return {};
+  }
+
+  Result<void> copy_file(int src_dir, int dst_dir, const std::string& name,
+                         const std::string& rel) {
     UniqueFd in(
         ::openat(src_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (!in) {  // gone or unreadable meanwhile: the rest is still worth having
@@ -190,43 +298,21 @@ struct Copier {
     UniqueFd out(::openat(dst_dir, name.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out) return errno_error(errno, "create", dest_top + "/" + rel);
-    bool cloned = ::ioctl(out.get(), FICLONE, in.get()) == 0;
-    if (cloned) {
+    if (::ioctl(out.get(), FICLONE, in.get()) == 0) {
       report->reflinked += 1;
     } else {
-      off_t left = now.st_size;
-      bool fallback = false;
-      while (left > 0 && !fallback) {
-        const ssize_t n =
-            ::copy_file_range(in.get(), nullptr, out.get(), nullptr, static_cast<size_t>(left), 0);
-        if (n < 0 &&
-            (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
-          fallback = true;
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else if (n < 0) {
-          return errno_error(errno, "copy", dest_top + "/" + rel);
-        } else if (n == 0) {
-          break;
-        } else {
-          left -= n;
-        }
+      // What the copy will take: the blocks the source holds (less than its
+      // size when it is sparse).
+      const std::uint64_t held = std::min<std::uint64_t>(
+          static_cast<std::uint64_t>(now.st_size), 512 * static_cast<std::uint64_t>(now.st_blocks));
+      if (Result<void> room = check_room(dst_dir, rel, held); !room) {
+        ::unlinkat(dst_dir, name.c_str(), 0);
+        return room;
       }
-      if (fallback) {
-        char buffer[65536];
-        for (;;) {
-          const ssize_t n = ::read(in.get(), buffer, sizeof buffer);
-          if (n < 0 && errno == EINTR) continue;
-          if (n < 0) return errno_error(errno, "read", source_top + "/" + rel);
-          if (n == 0) break;
-          for (ssize_t done = 0; done < n;) {
-            const ssize_t w = ::write(out.get(), buffer + done, static_cast<size_t>(n - done));
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0) return errno_error(errno, "write", dest_top + "/" + rel);
-            done += w;
-          }
-        }
+      if (Result<void> copied = copy_sparse(in.get(), out.get(), now.st_size, rel); !copied) {
+        return copied;
       }
+      bytes_written += held;
     }
     ::fchmod(out.get(), now.st_mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID));
     const struct timespec times[2] = {now.st_atim, now.st_mtim};
@@ -242,6 +328,10 @@ struct Copier {
       note(*report, rel + ": deeper than " + std::to_string(kMaxDepth) + " folders; not copied");
       return {};
     }
+    // A nested repository's .git (a dependency cloned into node_modules)
+    // is not needed to build, and a .git file in a worktree would point git
+    // elsewhere.
+    if (name == ".git" || name == "." || name == "..") return {};
     struct stat st {};
     if (::fstatat(src_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
     if (tracked->count(rel) != 0) {
@@ -251,9 +341,7 @@ struct Copier {
     if (S_ISDIR(st.st_mode)) {
       // The worktree itself, and the folder of all loops' worktrees (when
       // it lies inside the checkout): never copied into a worktree.
-      if (st.st_dev == dest_dev && (st.st_ino == dest_ino || st.st_ino == worktrees_ino)) {
-        return {};
-      }
+      if (fence.blocks(st)) return {};
       UniqueFd from = open_dir_at(src_dir, name);
       if (!from) return {};
       if (!make_room(dst_dir, name, true)) return {};
@@ -289,7 +377,7 @@ struct Copier {
       report->symlinks += 1;
       return {};
     }
-    if (S_ISREG(st.st_mode)) return copy_file(src_dir, dst_dir, name, rel, st);
+    if (S_ISREG(st.st_mode)) return copy_file(src_dir, dst_dir, name, rel);
     report->skipped_special += 1;
     return {};
   }
@@ -299,7 +387,7 @@ struct Copier {
   Result<void> copy_path(int src_top, int dst_top, const std::string& rel) {
     const fs::path path(rel);
     const std::string parent = path.parent_path().string();
-    UniqueFd src_parent = open_dir_beneath(src_top, parent);
+    UniqueFd src_parent = open_dir_beneath(src_top, parent, &fence);
     if (!src_parent) return {};
     UniqueFd dst_parent(::fcntl(dst_top, F_DUPFD_CLOEXEC, 0));
     for (const std::string& part : split_path(parent)) {
@@ -431,18 +519,25 @@ bool read_at(const std::string& data, std::uint64_t at, T& out) {
   return true;
 }
 
+enum class Runpath {
+  not_named,    // read, and no RUNPATH/RPATH entry names `from`
+  repointed,    // every entry naming `from` now names the worktree
+  cannot_move,  // an entry names `from` and its new value does not fit, or
+                // the file is not an ELF64 little-endian one this can read
+};
+
 // An ELF64 little-endian executable or shared library (`data`, in folder
 // `rel_dir` of the worktree `to`) whose DT_RUNPATH/DT_RPATH names `from`:
 // each such entry becomes "$ORIGIN/<relative path>" to the same place in
 // the worktree, written over the old string in place (padded with NULs).
-// False when the file is not such an ELF or the new string is longer.
-bool repoint_runpath(std::string& data, const std::string& from, const std::string& to,
-                     const std::string& rel_dir) {
-  if (data.size() < 64 || data[4] != 2 || data[5] != 1) return false;  // ELF64, little-endian
+Runpath repoint_runpath(std::string& data, const std::string& from, const std::string& to,
+                        const std::string& rel_dir) {
+  constexpr Runpath kUnread = Runpath::cannot_move;
+  if (data.size() < 64 || data[4] != 2 || data[5] != 1) return kUnread;  // ELF64, little-endian
   std::uint64_t phoff = 0;
   std::uint16_t phentsize = 0, phnum = 0;
   if (!read_at(data, 32, phoff) || !read_at(data, 54, phentsize) || !read_at(data, 56, phnum))
-    return false;
+    return kUnread;
   struct Load {
     std::uint64_t vaddr, offset, filesz;
   };
@@ -454,21 +549,22 @@ bool repoint_runpath(std::string& data, const std::string& from, const std::stri
     std::uint64_t offset = 0, vaddr = 0, filesz = 0;
     if (!read_at(data, at, type) || !read_at(data, at + 8, offset) ||
         !read_at(data, at + 16, vaddr) || !read_at(data, at + 32, filesz))
-      return false;
+      return kUnread;
     if (type == 1) loads.push_back({vaddr, offset, filesz});
     if (type == 2) dyn_off = offset, dyn_size = filesz;
   }
-  if (dyn_size == 0) return false;
+  if (dyn_size == 0) return Runpath::not_named;  // static: no RUNPATH
   std::uint64_t strtab = 0;
   std::vector<std::uint64_t> paths;  // offsets in the string table
   for (std::uint64_t at = dyn_off; at + 16 <= dyn_off + dyn_size; at += 16) {
     std::int64_t tag = 0;
     std::uint64_t value = 0;
-    if (!read_at(data, at, tag) || !read_at(data, at + 8, value)) return false;
+    if (!read_at(data, at, tag) || !read_at(data, at + 8, value)) return kUnread;
     if (tag == 0) break;
     if (tag == 5) strtab = value;                        // DT_STRTAB (an address)
     if (tag == 15 || tag == 29) paths.push_back(value);  // DT_RPATH, DT_RUNPATH
   }
+  if (paths.empty()) return Runpath::not_named;
   std::uint64_t strtab_off = 0;
   bool mapped = false;
   for (const Load& load : loads) {
@@ -477,13 +573,13 @@ bool repoint_runpath(std::string& data, const std::string& from, const std::stri
       mapped = true;
     }
   }
-  if (!mapped || paths.empty()) return false;
+  if (!mapped) return kUnread;
   bool changed = false;
   for (const std::uint64_t offset : paths) {
     const std::uint64_t at = strtab_off + offset;
-    if (at >= data.size()) return false;
+    if (at >= data.size()) return kUnread;
     const std::size_t end = data.find('\0', at);
-    if (end == std::string::npos) return false;
+    if (end == std::string::npos) return kUnread;
     const std::string old_value = data.substr(at, end - at);
     std::string new_value;
     bool any = false;
@@ -499,12 +595,12 @@ bool repoint_runpath(std::string& data, const std::string& from, const std::stri
       new_value += (new_value.empty() ? "" : ":") + out;
     }
     if (!any) continue;
-    if (new_value.size() > old_value.size()) return false;
+    if (new_value.size() > old_value.size()) return Runpath::cannot_move;
     std::memcpy(data.data() + at, new_value.data(), new_value.size());
     std::memset(data.data() + at + new_value.size(), 0, old_value.size() - new_value.size());
     changed = true;
   }
-  return changed;
+  return changed ? Runpath::repointed : Runpath::not_named;
 }
 
 // Rewrites `from` to `to` in the text files beneath `dir`, mtimes kept.
@@ -528,24 +624,26 @@ void relocate_dir(int dir, const std::string& rel, const std::string& from, cons
     if (::pread(file.get(), text.data(), text.size(), 0) != st.st_size) continue;
     if (text.find(from) == std::string::npos) continue;
     if (text.find('\0') != std::string::npos) {
-      // Binary. An executable or shared library naming the old path (its
-      // RUNPATH: the checkout's build folder, out of the sandbox's sight)
-      // is removed, so the build links it again (cheap: no compiling).
-      // Object files (debug info) are harmless to a build and kept; Ninja's
-      // dependency log cannot be rewritten (said).
+      // Binary. An executable or shared library whose RUNPATH names the
+      // old path (the checkout's build folder, out of the sandbox's sight)
+      // is re-pointed, or removed where that does not fit, so the build
+      // links it again (cheap: no compiling); one that names it elsewhere
+      // (debug info, a string) is kept. Object files (debug info) are
+      // harmless to a build and kept; Ninja's dependency log cannot be
+      // rewritten (said).
       const bool elf = text.size() > 18 && text.compare(0, 4,
                                                         "\x7f"
                                                         "ELF") == 0;
       const int elf_type = elf ? static_cast<unsigned char>(text[16]) : 0;
       if (elf && (elf_type == 2 || elf_type == 3)) {
-        if (repoint_runpath(text, from, to, rel)) {
-          if (::pwrite(file.get(), text.data(), text.size(), 0) ==
-              static_cast<ssize_t>(text.size())) {
-            const struct timespec times[2] = {st.st_atim, st.st_mtim};
-            ::futimens(file.get(), times);
-            report.runpaths_rewritten += 1;
-            continue;
-          }
+        const Runpath runpath = repoint_runpath(text, from, to, rel);
+        if (runpath == Runpath::not_named) continue;
+        if (runpath == Runpath::repointed && ::pwrite(file.get(), text.data(), text.size(), 0) ==
+                                                 static_cast<ssize_t>(text.size())) {
+          const struct timespec times[2] = {st.st_atim, st.st_mtim};
+          ::futimens(file.get(), times);
+          report.runpaths_rewritten += 1;
+          continue;
         }
         if (::unlinkat(dir, name.c_str(), 0) == 0) report.binaries_removed += 1;
         continue;
@@ -612,7 +710,7 @@ nlohmann::json PrepReport::to_json() const {
 
 Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
                                        const std::vector<std::string>& include,
-                                       const std::string& parent_branch) {
+                                       const std::string& parent_branch, const CopyLimits& limits) {
   PrepReport report;
   report.source = dest.repo;
   std::vector<std::string> entries;
@@ -641,13 +739,31 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   if (!src_top) return errno_error(errno, "open", report.source);
   UniqueFd dst_top(::open(dest.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dst_top) return errno_error(errno, "open", dest.path);
+  struct stat dest_st {};
+  if (::fstat(dst_top.get(), &dest_st) != 0) return errno_error(errno, "stat", dest.path);
+  Fence fence;
+  fence.dev = dest_st.st_dev;
+  fence.worktree = dest_st.st_ino;
+  struct stat parent_st {};
+  if (::fstatat(dst_top.get(), "..", &parent_st, 0) == 0 && parent_st.st_dev == dest_st.st_dev) {
+    fence.worktrees = parent_st.st_ino;
+  }
 
   for (std::string pattern : include) {
     const bool folders_only = !pattern.empty() && pattern.back() == '/';
     const auto parts = split_path(pattern);
-    if (parts.empty() || std::find(parts.begin(), parts.end(), "..") != parts.end()) continue;
+    // The settings refuse these (config/repository_settings.cpp); a
+    // pattern naming the top itself or a .git would reach the user's
+    // repository.
+    const bool reaches_out = std::any_of(parts.begin(), parts.end(), [](const std::string& part) {
+      return part == ".." || part == "." || part == ".git";
+    });
+    if (parts.empty() || reaches_out) {
+      note(report, "include \"" + pattern + "\" names the top, a .git or a parent: not copied");
+      continue;
+    }
     std::vector<std::string> matched;
-    expand(src_top.get(), parts, 0, "", folders_only, matched);
+    expand(src_top.get(), parts, 0, "", folders_only, fence, matched);
     if (matched.empty()) note(report, "include \"" + pattern + "\" matches nothing");
     entries.insert(entries.end(), matched.begin(), matched.end());
   }
@@ -669,19 +785,13 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   const auto tracked_list = records(*listed);
   const std::set<std::string> tracked(tracked_list.begin(), tracked_list.end());
 
-  struct stat dest_st {};
-  if (::fstat(dst_top.get(), &dest_st) != 0) return errno_error(errno, "stat", dest.path);
   Copier copier;
   copier.source_top = report.source;
   copier.repo_top = dest.repo;
   copier.dest_top = dest.path;
   copier.tracked = &tracked;
-  copier.dest_dev = dest_st.st_dev;
-  copier.dest_ino = dest_st.st_ino;
-  struct stat parent_st {};
-  if (::fstatat(dst_top.get(), "..", &parent_st, 0) == 0 && parent_st.st_dev == dest_st.st_dev) {
-    copier.worktrees_ino = parent_st.st_ino;
-  }
+  copier.fence = fence;
+  copier.limits = limits;
   copier.report = &report;
   for (const std::string& entry : tops) {
     auto copied = copier.copy_path(src_top.get(), dst_top.get(), entry);

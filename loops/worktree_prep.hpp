@@ -15,7 +15,13 @@
 //   the worktree leads back into the user's files. Every path is opened
 //   component by component without following a link (a parent's worktree
 //   is a loop's, untrusted): a pattern never reaches outside the source.
-//   Tracked paths of the new worktree are never overwritten.
+//   Tracked paths of the new worktree are never overwritten. No copy enters
+//   a .git (at any depth), the new worktree or the folder of all loops'
+//   worktrees (when it lies inside the source: another loop's files).
+// - Room: a copy keeps a sparse file's holes, counts what it writes (not
+//   what reflink shares) against CopyLimits.max_bytes, and never leaves the
+//   worktree's file system with less than a reserve free; either stops the
+//   preparation with an error that names the limit.
 // - Warm builds: each tracked file of the new worktree whose bytes equal the
 //   source's gets the source's mtime, so the copied build outputs are not
 //   older than the sources they were built from. A copied build folder
@@ -24,7 +30,8 @@
 //   files are not rewritten, except that an executable or shared library
 //   whose RUNPATH names the old path (the checkout's build folder, which the
 //   sandbox hides) has it re-pointed in place as "$ORIGIN/..." (it is always
-//   shorter), else is removed so the build links it again; object files
+//   shorter), else is removed so the build links it again; one that names
+//   the old path only elsewhere (a string, debug info) is kept; object files
 //   keep the old path in their debug info (harmless to a build); Ninja's
 //   .ninja_deps keeps the old paths (the report says so; Ninja then
 //   rebuilds what those deps name).
@@ -65,6 +72,12 @@ struct PrepReport {
   nlohmann::json to_json() const;
 };
 
+struct CopyLimits {
+  std::uint64_t max_bytes = std::uint64_t{16} << 30;  // [worktrees] copy_limit_mb
+  // Free space a copy must leave; 0: 1 GiB, or 5 % of a smaller file system.
+  std::uint64_t min_free_bytes = 0;
+};
+
 // Brings `include` (patterns relative to the source's top: glob(7) per path
 // component, a trailing '/' for folders only) into `dest` from the user's
 // checkout (dest.repo); when `parent_branch` is not empty and the worktree
@@ -73,6 +86,7 @@ struct PrepReport {
 // matches nothing is not an error (noted).
 Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
                                        const std::vector<std::string>& include,
-                                       const std::string& parent_branch);
+                                       const std::string& parent_branch,
+                                       const CopyLimits& limits = {});
 
 }  // namespace loopr::loops

@@ -100,6 +100,8 @@ TEST(RepositoryFile, MistakesNameTheKey) {
        "not allowed in a repository's .loopr/loopr.toml"},
       {"[worktrees]\nkeep_finished_s = 1\n",
        "/src/app/.loopr/loopr.toml:2: worktrees.keep_finished_s:", "not allowed"},
+      {"[worktrees]\ncopy_limit_mb = 999999\n",
+       "/src/app/.loopr/loopr.toml:2: worktrees.copy_limit_mb:", "not allowed"},
       {"[worktrees]\ncopy = []\n", "/src/app/.loopr/loopr.toml:2: worktrees.copy:", "unknown key"},
       {"[worktrees]\ninclude = [\"../secrets\"]\n",
        "/src/app/.loopr/loopr.toml:2: worktrees.include[0]:", "outside the checkout"},

@@ -407,6 +407,7 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
   EXPECT_FALSE(s.budgets.plan.usd);
   EXPECT_FALSE(s.budgets.plan.turns_per_iteration);
   EXPECT_EQ(s.worktrees.keep_finished_s, d.worktrees.keep_finished_s);
+  EXPECT_EQ(s.worktrees.copy_limit_mb, d.worktrees.copy_limit_mb);
   EXPECT_EQ(s.scheduler.max_running, d.scheduler.max_running);
   for (const std::string type : {"plan", "spec", "phase", "code"})
     EXPECT_EQ(s.scheduler.limit_for(type), d.scheduler.limit_for(type)) << type;
@@ -508,7 +509,9 @@ TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
       "[budgets.plan]\nusd = 20\ntool_calls = 500\noutput_tokens = 9000\n"
       "[providers.anthropic]\nmax_in_flight = 0\n"
       "[providers.openai]\nmax_in_flight = 9\n"
-      "[worktrees]\nkeep_finished_s = -1\n");
+      "[worktrees]\nkeep_finished_s = -1\ncopy_limit_mb = 2048\n");
+  EXPECT_EQ(s.worktrees.copy_limit_mb, 2048);
+  EXPECT_EQ(Settings::defaults().worktrees.copy_limit_mb, 16384);
   EXPECT_EQ(s.scheduler.max_running, 0);
   EXPECT_EQ(s.scheduler.max_running_plan, 1);
   EXPECT_EQ(s.scheduler.limit_for("plan"), 1);
@@ -551,6 +554,7 @@ TEST(SettingsWorktrees, IncludeAndSetupAreReadAndEmptyByDefault) {
       {"[worktrees]\ninclude = [\"a\", \"\"]\n", "loopr.toml:2: worktrees.include[1]:", "empty"},
       {"[worktrees]\ninclude = \"node_modules\"\n", "loopr.toml:2: worktrees.include:", ""},
       {"[worktrees]\nsetup = 5\n", "loopr.toml:2: worktrees.setup:", ""},
+      {"[worktrees]\ncopy_limit_mb = 0\n", "loopr.toml:2: worktrees.copy_limit_mb:", "MiB"},
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);

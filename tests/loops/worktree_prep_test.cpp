@@ -5,7 +5,10 @@
 // relocated.
 #include "loops/worktree_prep.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@ namespace {
 
 using loops::add_worktree;
 using loops::bring_into_worktree;
+using loops::CopyLimits;
 using loops::WorktreeInfo;
 
 struct stat stat_of(const std::string& path) {
@@ -266,6 +270,147 @@ TEST_F(WorktreePrepTest, ARunpathIntoTheCheckoutIsRepointedInPlace) {
   ASSERT_EQ(::rename(tree_.path("repo/build").c_str(), tree_.path("repo/build.gone").c_str()), 0);
   EXPECT_EQ(shell(wt.path + "/build", "tests/prog"), 0);
   EXPECT_EQ(shell(wt.path, "readelf -d build/tests/prog | grep -q 'ORIGIN/\\.\\.'"), 0);
+}
+
+// Worktrees inside the checkout: a pattern that names a path inside
+// another loop's worktree (or goes through the folder of all worktrees)
+// reaches nothing of it.
+TEST_F(WorktreePrepTest, APatternNeverReachesIntoAnotherLoopsWorktree) {
+  auto inside = add_worktree(repo_, tree_.path("repo/.loopr-worktrees/c8"), "loop/c8", "");
+  ASSERT_TRUE(inside) << inside.error().message;
+  auto another = add_worktree(repo_, tree_.path("repo/.loopr-worktrees/c9"), "loop/c9", "");
+  ASSERT_TRUE(another) << another.error().message;
+  tree_.write("repo/.loopr-worktrees/c9/build/secret.txt", "another loop's\n");
+  auto report = bring_into_worktree(*inside,
+                                    {".loopr-worktrees/c9/build", ".loopr-worktrees/*/build",
+                                     ".loopr-worktrees/c9/*", ".loopr-worktrees/c8/build"},
+                                    "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(tree_.exists("repo/.loopr-worktrees/c8/.loopr-worktrees"));
+  EXPECT_FALSE(tree_.exists("repo/.loopr-worktrees/c8/build"));
+  EXPECT_EQ(report->files, 0u) << report->to_json().dump(2);
+  EXPECT_TRUE(report->entries.empty()) << report->to_json().dump(2);
+}
+
+// A nested repository's .git (a dependency cloned into node_modules) is
+// never copied, nor is a pattern naming the top or a .git honoured.
+TEST_F(WorktreePrepTest, NoGitFolderAndNoPatternForTheTopIsEverCopied) {
+  tree_.write("repo/node_modules/dep/index.js", "module.exports = 1;\n");
+  tree_.write("repo/node_modules/dep/.git/config", "[core]\n");
+  tree_.write("repo/node_modules/sub/.git", "gitdir: " + repo_ + "/.git\n");
+  tree_.write("repo/.env", "A=1\n");
+  const WorktreeInfo wt = worktree("c10", "loop/c10");
+  auto report =
+      bring_into_worktree(wt, {"node_modules", ".", "./.env", "node_modules/dep/.git"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(tree_.read("wt/c10/node_modules/dep/index.js"), "module.exports = 1;\n");
+  EXPECT_FALSE(tree_.exists("wt/c10/node_modules/dep/.git"));
+  EXPECT_FALSE(tree_.exists("wt/c10/node_modules/sub/.git"));
+  EXPECT_FALSE(tree_.exists("wt/c10/.env"));  // only through "./.env", refused
+  EXPECT_EQ(report->files, 1u) << report->to_json().dump(2);
+  int refused = 0;
+  for (const auto& n : report->notes)
+    refused += n.find("names the top, a .git or a parent") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(refused, 3) << report->to_json().dump(2);
+}
+
+// Whether this file system shares blocks between files (FICLONE): there a
+// copy costs no space and is not counted against the limits.
+bool reflink_works(const std::string& folder) {
+  const std::string a = folder + "/.probe-a", b = folder + "/.probe-b";
+  const int in = ::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int out = ::open(b.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool works =
+      in >= 0 && out >= 0 && ::write(in, "x", 1) == 1 && ::ioctl(out, FICLONE, in) == 0;
+  if (in >= 0) ::close(in);
+  if (out >= 0) ::close(out);
+  ::unlink(a.c_str());
+  ::unlink(b.c_str());
+  return works;
+}
+
+// A sparse file (a parent loop's model can make one of any size) is copied
+// with its holes: the copy holds what the file holds, not its size.
+TEST_F(WorktreePrepTest, ASparseFileStaysSparse) {
+  tree_.write("repo/build/big.bin", "");
+  const std::string big = tree_.path("repo/build/big.bin");
+  {
+    const int fd = ::open(big.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, off_t{4} << 30), 0);  // 4 GiB
+    ASSERT_EQ(::pwrite(fd, "data in the middle", 18, off_t{1} << 30), 18);
+    ::close(fd);
+  }
+  const WorktreeInfo wt = worktree("c11", "loop/c11");
+  auto report = bring_into_worktree(wt, {"build/"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  const struct stat copied = stat_of(wt.path + "/build/big.bin");
+  EXPECT_EQ(copied.st_size, off_t{4} << 30);
+  EXPECT_LT(512 * static_cast<std::uint64_t>(copied.st_blocks), std::uint64_t{16} << 20);
+  const int fd = ::open((wt.path + "/build/big.bin").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  char bytes[18] = {};
+  EXPECT_EQ(::pread(fd, bytes, sizeof bytes, off_t{1} << 30), 18);
+  EXPECT_EQ(std::string(bytes, sizeof bytes), "data in the middle");
+  ::close(fd);
+}
+
+// What a copy writes counts against the byte limit, and no copy leaves the
+// file system with less than the reserve free: either stops the preparation
+// with an error that names the limit (a reflinked copy costs nothing).
+TEST_F(WorktreePrepTest, CopiesStopAtTheByteLimitAndAtTheFreeSpaceReserve) {
+  tree_.write("repo/build/a.bin", std::string(256 * 1024, 'a'));
+  const WorktreeInfo wt = worktree("c12", "loop/c12");
+  const bool shares = reflink_works(wt.path);
+
+  CopyLimits small;
+  small.max_bytes = 64 * 1024;
+  auto capped = bring_into_worktree(wt, {"build"}, "", small);
+  if (shares) {
+    ASSERT_TRUE(capped) << capped.error().message;
+    EXPECT_EQ(capped->reflinked, 1u);
+  } else {
+    ASSERT_FALSE(capped);
+    EXPECT_NE(capped.error().message.find("pass 65536 bytes at build/a.bin"), std::string::npos)
+        << capped.error().message;
+    EXPECT_NE(capped.error().hint.find("copy_limit_mb"), std::string::npos) << capped.error().hint;
+    EXPECT_FALSE(tree_.exists("wt/c12/build/a.bin"));
+  }
+
+  const WorktreeInfo other = worktree("c13", "loop/c13");
+  CopyLimits reserve;
+  reserve.min_free_bytes = std::uint64_t{1} << 60;  // more than any disk has
+  auto full = bring_into_worktree(other, {"build"}, "", reserve);
+  if (shares) {
+    ASSERT_TRUE(full) << full.error().message;
+  } else {
+    ASSERT_FALSE(full);
+    EXPECT_NE(full.error().message.find("would leave less than"), std::string::npos)
+        << full.error().message;
+    EXPECT_FALSE(tree_.exists("wt/c13/build/a.bin"));
+  }
+
+  auto plenty = bring_into_worktree(worktree("c14", "loop/c14"), {"build"}, "");
+  ASSERT_TRUE(plenty) << plenty.error().message;
+  EXPECT_EQ(tree_.read("wt/c14/build/a.bin"), std::string(256 * 1024, 'a'));
+}
+
+// An executable of a build folder that names the checkout only in a string
+// (no RUNPATH there) is kept as it is: nothing in it needs moving.
+TEST_F(WorktreePrepTest, AnExecutableThatOnlyNamesTheCheckoutIsKept) {
+  tree_.write("repo/build/CMakeCache.txt", "CMAKE_HOME_DIRECTORY:INTERNAL=" + repo_ + "\n");
+  tree_.write("repo/build/main.c",
+              "#include <stdio.h>\nint main(void) { puts(\"" + repo_ + "/data\"); return 0; }\n");
+  ASSERT_EQ(shell(repo_ + "/build", "cc -o prog main.c && ./prog"), 0);
+  const std::string before = tree_.read("repo/build/prog");
+
+  const WorktreeInfo wt = worktree("c15", "loop/c15");
+  auto report = bring_into_worktree(wt, {"build"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->binaries_removed, 0u) << report->to_json().dump(2);
+  EXPECT_EQ(report->runpaths_rewritten, 0u);
+  ASSERT_TRUE(tree_.exists("wt/c15/build/prog"));
+  EXPECT_EQ(tree_.read("wt/c15/build/prog"), before);
 }
 
 }  // namespace
