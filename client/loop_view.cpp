@@ -426,6 +426,33 @@ void print_loop_table(const json& loops, std::int64_t now_ms, std::ostream& out)
   table.print(out);
 }
 
+namespace {
+
+// The repository's commands and worktree preparation as resolved when the
+// loop was made (its [[repositories]] entry, its trusted .loopr/loopr.toml,
+// or the daemon's): only what is set.
+void print_repo_settings(const json& settings, std::ostream& out) {
+  if (!settings.is_object()) return;
+  std::string commands;
+  const json& listed = member(settings, "commands");
+  for (const char* name : {"build", "test", "lint"}) {
+    const std::string command = string_of(listed, name);
+    if (!command.empty())
+      commands +=
+          (commands.empty() ? "" : ", ") + std::string(name) + " `" + first_line(command, 80) + "`";
+  }
+  if (!commands.empty()) print_field(out, "commands:", commands);
+  const json& prep = member(settings, "prep");
+  const json& include = member(prep, "include");
+  if (include.is_array() && !include.empty()) {
+    print_field(out, "include:", path_sample(include, json(include.size())));
+  }
+  const std::string setup = string_of(prep, "setup");
+  if (!setup.empty()) print_field(out, "setup:", first_line(setup, 120));
+}
+
+}  // namespace
+
 void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out) {
   out << "loop " << cell(loop, "id") << "  " << status_cell(loop) << '\n';
   const std::string reason = string_of(loop, "status_reason");
@@ -452,6 +479,7 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
   }
   print_field(out, "provider:", cell(loop, "provider") + " / " + cell(loop, "model"));
   print_field(out, "validate:", cell(loop, "validate"));
+  print_repo_settings(member(loop, "repo_settings"), out);
   if (const json& validating = member(loop, "validating"); validating.is_object()) {
     print_field(out, "validating:",
                 "since " + format_age(member(validating, "since_ms"), now_ms) +

@@ -10,6 +10,7 @@
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <fstream>
+#include <optional>
 
 #include "common/ascii_text.hpp"
 #include "common/private_folder.hpp"
@@ -1235,6 +1236,11 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   std::vector<std::string> lint_notes(calls.size());
   const config::CommandSettings& commands = loop_commands(spec_, services.settings);
   if (!commands.lint.empty() && !stopping_ && !cancel_requested_) {
+    // What the lint command writes (a cache such as .eslintcache) is its
+    // own: the untracked paths it makes are kept out of the loop's commits.
+    const WorktreeInfo info = worktree_;
+    auto status = [info] { return worktree_changes(info); };
+    std::optional<Result<std::vector<WorktreeChange>>> before;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if ((calls[i].name != "edit_file" && calls[i].name != "write_file") ||
           !outcomes[i].value("ok", false)) {
@@ -1242,10 +1248,22 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       const std::string path = field_text(outcomes[i].value("output", json::object()), "path");
       if (path.empty() || !lint_wanted(commands, path)) continue;
+      if (!before) before = co_await offload(engine_.git_pool(), status);
       const json linted = co_await services.tools.run_validation(spec_.id, spec_.worktree,
                                                                  lint_command(commands.lint, path));
       if (stopping_) co_return true;
       lint_notes[i] = new_lint_problems(path, linted);
+    }
+    if (before && *before) {
+      auto now = co_await offload(engine_.git_pool(), status);
+      if (stopping_) co_return true;
+      if (now) {
+        const auto added = keep_out_new_paths(**before, *now, progress_.kept_out);
+        if (!added.empty()) {
+          spdlog::debug("loop {}: lint made {} untracked paths, kept out of its commits", spec_.id,
+                        added.size());
+        }
+      }
     }
   }
 
@@ -1551,6 +1569,32 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const json whole_bytes = ran ? output.value("output_bytes", json()) : json();
   text =
       head_and_tail(text, whole_bytes.is_number_unsigned() ? whole_bytes.get<std::uint64_t>() : 0);
+  // What loopr itself did to the command, after its output (never cut): a
+  // limit that stopped it and each connection the egress proxy refused,
+  // with the key that changes it (tool_router.cpp's `limit`,
+  // `egress_refused`), so the model and the person see why.
+  {
+    const json error = outcome.value("error", json::object());
+    const json& facts =
+        ran ? output
+            : (error.is_object() && error.contains("details") ? error["details"] : json::object());
+    const json limit = facts.is_object() ? facts.value("limit", json()) : json();
+    const std::string limit_name = limit.is_object() ? field_text(limit, "name") : "";
+    if (!limit_name.empty() && limit_name != "output" && !(timed_out && limit_name == "time")) {
+      text += "\n[loopr: " + field_text(limit, "message") + "]";
+    }
+    const json refused = facts.is_object() ? facts.value("egress_refused", json()) : json();
+    if (refused.is_array()) {
+      constexpr std::size_t kRefusalsSaid = 5;
+      for (std::size_t i = 0; i < refused.size() && i < kRefusalsSaid; ++i) {
+        if (refused[i].is_object()) text += "\n[loopr: " + field_text(refused[i], "message") + "]";
+      }
+      if (refused.size() > kRefusalsSaid) {
+        text += "\n[loopr: and " + std::to_string(refused.size() - kRefusalsSaid) +
+                " more connections refused by the egress proxy]";
+      }
+    }
+  }
 
   // Everything that follows from this validation is decided now and stored
   // with it, so a restart does the same.

@@ -152,6 +152,25 @@ Result<DaemonChanges> settle_daemon_changes(const WorktreeInfo& info,
   return settled;
 }
 
+std::vector<std::string> keep_out_new_paths(const std::vector<WorktreeChange>& before,
+                                            const std::vector<WorktreeChange>& now,
+                                            std::vector<std::string>& kept_out) {
+  std::set<std::string> earlier;
+  for (const WorktreeChange& change : before)
+    if (!change.tracked) earlier.insert(change.path);
+  std::vector<std::string> added;
+  for (const WorktreeChange& change : now) {
+    if (change.tracked || earlier.count(change.path) != 0) continue;
+    const bool known = std::any_of(kept_out.begin(), kept_out.end(), [&](const std::string& entry) {
+      return path_within(change.path, entry);
+    });
+    if (known || kept_out.size() >= kMaxKeptOutPaths) continue;
+    kept_out.push_back(change.path);
+    added.push_back(change.path);
+  }
+  return added;
+}
+
 Result<std::vector<std::string>> uncommitted_paths(const std::string& repo) {
   Result<detail::Repo> opened = open_repo(repo);
   if (!opened) return std::move(opened).error();

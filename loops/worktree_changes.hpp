@@ -60,6 +60,16 @@ struct DaemonChanges {
 Result<DaemonChanges> settle_daemon_changes(const WorktreeInfo& info,
                                             std::vector<std::string>& kept_out);
 
+// After a daemon command that runs while the model's edits are not yet
+// committed (lint after edit): only the untracked paths it made are its
+// own, so those of `now` that `before` (git status just before it ran) did
+// not list, and that `kept_out` does not cover yet, are appended to
+// `kept_out`; tracked changes are left alone (they may be the model's, or a
+// `--fix` the user asked for). Returns the paths appended.
+std::vector<std::string> keep_out_new_paths(const std::vector<WorktreeChange>& before,
+                                            const std::vector<WorktreeChange>& now,
+                                            std::vector<std::string>& kept_out);
+
 // The checkout's uncommitted paths: tracked changes (staged or not) and
 // untracked, not ignored files, untracked folders once as "dir/"; sorted.
 Result<std::vector<std::string>> uncommitted_paths(const std::string& repo);

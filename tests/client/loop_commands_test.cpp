@@ -140,6 +140,28 @@ TEST_F(LoopCommandsTest, ShowPrintsStatusWhereUsageBudgetIterationsAndValidation
   }
 }
 
+// The repository's own commands and worktree preparation (issue 25), as
+// the loop recorded them: only what is set is printed.
+TEST_F(LoopCommandsTest, ShowPrintsTheRepositorysCommandsAndWorktreePreparation) {
+  json loop = a_loop("l-4", "running");
+  loop["repo_settings"] = {
+      {"commands", {{"build", ""}, {"test", "npx nyc tape test/*.js"}, {"lint", "eslint ."}}},
+      {"prep", {{"include", {"node_modules", ".env"}}, {"setup", "npm ci --offline"}}}};
+  fake_.answer("loop.get", {{"loop", loop}});
+  const CtlRun run = ctl({"loop", "show", "l-4"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* part : {"commands:  test `npx nyc tape test/*.js`, lint `eslint .`",
+                           "include:   node_modules, .env", "setup:     npm ci --offline"}) {
+    EXPECT_TRUE(contains(run.out, part)) << part << "\n" << run.out;
+  }
+  EXPECT_FALSE(contains(run.out, "build `")) << run.out;
+
+  json plain = a_loop("l-5", "running");
+  fake_.answer("loop.get", {{"loop", plain}});
+  const CtlRun without = ctl({"loop", "show", "l-5"});
+  EXPECT_FALSE(contains(without.out, "commands:")) << without.out;
+}
+
 TEST_F(LoopCommandsTest, ShowOfAnUnknownLoopExitsOneWithTheDaemonsMessage) {
   fake_.on("loop.get", [](const proto::Request& request) {
     return FakeReply::error(request, 1001, "no loop 'l-404'", {{"code", "not_found"}});

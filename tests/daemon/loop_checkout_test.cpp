@@ -271,6 +271,35 @@ TEST_F(LoopCheckoutTest, AHangingValidationStopsAtTheLoopsLimitAndKeepsWhatItPri
                                             {"validate", "true"},
                                             {"validate_timeout_s", 0}});
   EXPECT_NE(bad.message.find("validate_timeout_s"), std::string::npos) << bad.message;
+
+  // Above the validate tool's own limit (catalog.toml's timeout_ms): refused
+  // with that limit, not silently cut to it.
+  const Error above = refusal("loop.create", {{"type", "code"},
+                                              {"task", kSampleTask},
+                                              {"repo", repo_.path},
+                                              {"validate", "true"},
+                                              {"validate_timeout_s", 86400}});
+  EXPECT_NE(above.message.find("above the validate tool's own limit"), std::string::npos)
+      << above.message;
+  EXPECT_NE(above.hint.find("[tools.validate]"), std::string::npos) << above.hint;
+}
+
+// A validation whose connection the egress proxy refuses: the proxy's
+// reason, with the key that would allow the host, follows the command's
+// output in what the loop keeps and what the next iteration is told.
+TEST_F(LoopCheckoutTest, AValidationsRefusedConnectionSaysWhichRuleAndKey) {
+  start({{"scripted", {completing_turn("c1")}}},
+        "[egress.lanes.heavy]\ndeny_domains = [\"blocked.example\"]\n");
+  const json created =
+      create({{"validate", "curl -sS https://blocked.example/ || exit 3"}, {"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 60s);
+  EXPECT_EQ(loop["last_validation"]["passed"], false) << loop.dump(2);
+  const std::string output = loop["last_validation"]["output"];
+  EXPECT_NE(output.find("403"), std::string::npos) << output;  // all curl knows
+  EXPECT_NE(output.find("[loopr: loopr's egress proxy refused blocked.example:443"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("[egress.lanes.heavy] deny_domains"), std::string::npos) << output;
 }
 
 // Loop A's validation holds the heavy lane's one slot until the test lets

@@ -425,7 +425,9 @@ TEST_F(LoopContext, LintProblemsAfterAnEditAndAMaxTokensStopReachTheModel) {
                        provider_toml(server.base_url(), 200000);
   DaemonHarness daemon(options);
   make_repo(daemon.worktree());
+  // It leaves a cache behind, as eslint --cache does: never committed.
   write(daemon.worktree() + "/lint.sh",
+        "echo cached > .lintcache\n"
         "for f in \"$@\"; do grep -n TODO \"$f\" | sed \"s|^|$f:|; s|$| todo left|\"; done | "
         "grep . && exit 1; exit 0\n");
   sh("cd '" + daemon.worktree() +
@@ -449,6 +451,11 @@ TEST_F(LoopContext, LintProblemsAfterAnEditAndAMaxTokensStopReachTheModel) {
   EXPECT_THAT(write_result,
               HasSubstr("lint (`sh lint.sh {files}`) reports 1 new problem in tool.py"));
   EXPECT_THAT(write_result, HasSubstr("tool.py:1:x = 1  # TODO todo left"));
+  const std::string branch = done["branch"];
+  const std::string names =
+      sh("git -C '" + daemon.worktree() + "' ls-tree -r --name-only " + branch);
+  EXPECT_THAT(names, HasSubstr("tool.py\n"));
+  EXPECT_THAT(names, Not(HasSubstr(".lintcache"))) << names;
 }
 
 }  // namespace
