@@ -288,12 +288,22 @@ TEST_F(TuiTest, EveryPaneStaysReadableAt80x24) {
   tmux_->send_keys({"3"});
   screen = expect_screen(row_shows("read_file", "success"), "the tool calls pane at 80x24");
   EXPECT_NE(screen.find("DURATION"), std::string::npos) << screen;
+  // Each help page is waited for whole (its title and a row near its end):
+  // the overlay is drawn row by row, and a capture may fall in between.
   tmux_->send_keys({"?"});
-  screen = expect_text("keys (any other key closes this help)");
-  EXPECT_NE(screen.find("next pane"), std::string::npos) << screen;
+  expect_screen(
+      [](const std::string& s) {
+        return s.find("keys (any other key closes this help)") != std::string::npos &&
+               s.find("next pane") != std::string::npos;
+      },
+      "the help's first page at 80x24");
   tmux_->send_keys({"NPage"});  // the rest of the help
-  screen = expect_text("approve the call or the plan");
-  EXPECT_NE(screen.find("follow new lines"), std::string::npos) << screen;
+  expect_screen(
+      [](const std::string& s) {
+        return s.find("approve the call or the plan") != std::string::npos &&
+               s.find("follow new lines") != std::string::npos;
+      },
+      "the rest of the help at 80x24");
 }
 
 TEST_F(TuiTest, AKilledAndRestartedDaemonShowsReconnectingThenTheSameLoops) {
