@@ -19,8 +19,28 @@
 # the daemon stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
-./scripts/build.sh
+# A first run in minutes: only the packages that building and running need,
+# and only the binaries the demo runs (scripts/test.sh installs and builds
+# the rest: tests, benchmarks, the package's tools). The time to the first
+# tool call is printed there.
+started=$SECONDS
+./scripts/install-deps.sh --run
+installed=$SECONDS
+if [ ! -f build/CMakeCache.txt ]; then
+  # A fresh build folder: without tests and benchmarks (scripts/test.sh
+  # turns them on). One that has them keeps them; only these targets build.
+  cmake -S . -B build -G Ninja -DLOOPR_BUILD_TESTS=OFF -DLOOPR_BUILD_BENCH=OFF >/dev/null
+fi
+cmake --build build --target looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-tui
+built=$SECONDS
+first_call_said=false
+say_first_call() {  # once, at the first tool call: how long it took to get here
+  $first_call_said && return 0
+  first_call_said=true
+  local total=$((SECONDS - started))
+  printf '(first tool call %d min %02d s after the demo started: packages %d s, build %d s, start %d s)\n' \
+    $((total / 60)) $((total % 60)) $((installed - started)) $((built - installed)) $((SECONDS - built))
+}
 
 bin=$PWD/build/bin
 base=$(mktemp -d /tmp/loopr-demo-XXXXXX)
@@ -89,7 +109,7 @@ show() {  # show CMD...: prints the command line, runs it, reports its exit stat
   "$@" || status=$?
   [ "$status" -eq 0 ] || printf '(exit %d)\n' "$status"
 }
-call() { show ctl call "$@" --worktree "$repo" --loop-id demo; }
+call() { say_first_call; show ctl call "$@" --worktree "$repo" --loop-id demo; }
 
 step "start looprd (config, state and socket under $base)"
 ctl daemon start

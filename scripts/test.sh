@@ -69,8 +69,9 @@ if [ "${CI:-}" = "true" ]; then
 fi
 
 stage "build (warnings as errors: $werror)"
-cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_DEBUG_LEVEL="$debug_level" \
-      -DLOOPR_LINKER="$linker" >/dev/null
+# Tests and benchmarks on, whatever a build folder made by scripts/demo.sh says.
+cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_BUILD_TESTS=ON -DLOOPR_BUILD_BENCH=ON \
+      -DLOOPR_DEBUG_LEVEL="$debug_level" -DLOOPR_LINKER="$linker" >/dev/null
 cmake --build build
 stage "npm packages for the MCP tests"
 # The MCP SDK, the conformance suite and a Node 22, into build/npm (pinned;
