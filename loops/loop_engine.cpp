@@ -241,14 +241,15 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
     // It can only lower the validate tool's own limit: a higher one would be
     // cut to that limit by the router while the loop's notes quoted it.
     const config::ToolSpec* validate_tool = services_.tools.find_tool("validate");
-    const std::int64_t tool_limit_s =
-        validate_tool != nullptr ? static_cast<std::int64_t>(validate_tool->timeout_ms / 1000) : 0;
-    if (validate_tool != nullptr && validate_timeout_s > tool_limit_s) {
+    if (validate_tool != nullptr && validate_timeout_s * 1000 > validate_tool->timeout_ms) {
+      const std::int64_t limit_ms = validate_tool->timeout_ms;
+      const std::string limit_text = limit_ms % 1000 == 0 ? std::to_string(limit_ms / 1000) + " s"
+                                                          : std::to_string(limit_ms) + " ms";
       return invalid("validate_timeout_s " + std::to_string(validate_timeout_s) +
-                         " is above the validate tool's own limit of " +
-                         std::to_string(tool_limit_s) + " s",
-                     "pass at most " + std::to_string(tool_limit_s) +
-                         ", or raise timeout_ms of [tools.validate] in catalog.toml");
+                         " is above the validate tool's own limit of " + limit_text,
+                     (limit_ms >= 1000 ? "pass at most " + std::to_string(limit_ms / 1000) + ", or "
+                                       : std::string()) +
+                         "raise timeout_ms of [tools.validate] in catalog.toml");
     }
   }
   auto limits = merge_limits(settings.budgets.loop, params.value("budget", json()));

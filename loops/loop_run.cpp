@@ -1580,8 +1580,11 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
             : (error.is_object() && error.contains("details") ? error["details"] : json::object());
     const json limit = facts.is_object() ? facts.value("limit", json()) : json();
     const std::string limit_name = limit.is_object() ? field_text(limit, "name") : "";
-    if (!limit_name.empty() && limit_name != "output" && !(timed_out && limit_name == "time")) {
-      text += "\n[loopr: " + field_text(limit, "message") + "]";
+    const std::string limit_message = limit.is_object() ? field_text(limit, "message") : "";
+    // (A command that did not run has it in its error's message already.)
+    if (!limit_name.empty() && limit_name != "output" && !(timed_out && limit_name == "time") &&
+        text.find(limit_message) == std::string::npos) {
+      text += "\n[loopr: " + limit_message + "]";
     }
     const json refused = facts.is_object() ? facts.value("egress_refused", json()) : json();
     if (refused.is_array()) {

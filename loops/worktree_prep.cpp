@@ -58,13 +58,14 @@ UniqueFd open_dir_at(int dir, const std::string& name) {
 // (when they lie inside the source: another loop's files are not this
 // loop's to have).
 struct Fence {
-  dev_t dev = 0;
+  dev_t worktree_dev = 0;
   ino_t worktree = 0;
-  ino_t worktrees = 0;  // 0: not on the worktree's device
+  dev_t worktrees_dev = 0;  // the worktree's parent folder (its own device)
+  ino_t worktrees = 0;
 
   bool blocks(const struct stat& st) const {
-    return S_ISDIR(st.st_mode) && st.st_dev == dev &&
-           (st.st_ino == worktree || (worktrees != 0 && st.st_ino == worktrees));
+    return S_ISDIR(st.st_mode) && ((st.st_dev == worktree_dev && st.st_ino == worktree) ||
+                                   (st.st_dev == worktrees_dev && st.st_ino == worktrees));
   }
 };
 
@@ -233,53 +234,84 @@ struct Copier {
     return {};
   }
 
-  // Copies bytes [from, to) of `in` to the same offsets of `out`.
-  Result<void> copy_range(int in, int out, off_t from, off_t to, const std::string& rel) {
+  // Copies bytes [from, to) of `in` to the same offsets of `out`, at most
+  // kChunk at a time, each chunk charged to the limits before it is written
+  // (check_room): whatever the file system does with holes, no copy passes
+  // them. Chunks of zeros read by the fallback stay holes. Returns the
+  // offset reached: short of `to` when the file ended sooner (it shrank).
+  Result<off_t> copy_range(int in, int out, off_t from, off_t to, int dst_dir,
+                           const std::string& rel) {
+    constexpr off_t kChunk = 8 * 1024 * 1024;
     off_t in_at = from, out_at = from;
+    bool kernel_copy = true;
+    std::vector<char> buffer;
     while (in_at < to) {
-      const ssize_t n =
-          ::copy_file_range(in, &in_at, out, &out_at, static_cast<size_t>(to - in_at), 0);
-      if (n > 0) continue;
-      if (n == 0) return {};  // the file shrank meanwhile
-      if (errno == EINTR) continue;
-      if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
-        return errno_error(errno, "copy", dest_top + "/" + rel);
+      const off_t chunk = std::min(to - in_at, kChunk);
+      if (Result<void> room = check_room(dst_dir, rel, static_cast<std::uint64_t>(chunk)); !room) {
+        return std::move(room).error();
       }
-      char buffer[65536];
-      while (in_at < to) {
-        const ssize_t got = ::pread(
-            in, buffer, static_cast<size_t>(std::min<off_t>(to - in_at, sizeof buffer)), in_at);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return errno_error(errno, "read", source_top + "/" + rel);
-        if (got == 0) return {};
-        for (ssize_t done = 0; done < got;) {
-          const ssize_t w =
-              ::pwrite(out, buffer + done, static_cast<size_t>(got - done), out_at + done);
-          if (w < 0 && errno == EINTR) continue;
-          if (w < 0) return errno_error(errno, "write", dest_top + "/" + rel);
-          done += w;
+      if (kernel_copy) {
+        const ssize_t n =
+            ::copy_file_range(in, &in_at, out, &out_at, static_cast<size_t>(chunk), 0);
+        if (n > 0) {
+          bytes_written += static_cast<std::uint64_t>(n);
+          continue;
         }
-        in_at += got;
-        out_at += got;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
+          return errno_error(errno, "copy", dest_top + "/" + rel);
+        }
+        // Not offered here, or 0 before the end (the file shrank, or a file
+        // system that answers 0 wrongly): plain reads tell which.
+        kernel_copy = false;
+        continue;
       }
+      buffer.resize(static_cast<std::size_t>(chunk));
+      const ssize_t got = ::pread(in, buffer.data(), buffer.size(), in_at);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return errno_error(errno, "read", source_top + "/" + rel);
+      if (got == 0) return in_at;  // the file ended here
+      const bool zeros =
+          std::all_of(buffer.begin(), buffer.begin() + got, [](char c) { return c == '\0'; });
+      for (ssize_t done = 0; done < got && !zeros;) {
+        const ssize_t w =
+            ::pwrite(out, buffer.data() + done, static_cast<size_t>(got - done), out_at + done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno_error(errno, "write", dest_top + "/" + rel);
+        done += w;
+      }
+      if (!zeros) bytes_written += static_cast<std::uint64_t>(got);
+      in_at += got;
+      out_at += got;
     }
-    return {};
+    return in_at;
   }
 
   // A copy that keeps holes: only the data extents are copied (SEEK_DATA,
-  // SEEK_HOLE), so a sparse file costs what it holds, not its size.
-  Result<void> copy_sparse(int in, int out, off_t size, const std::string& rel) {
+  // SEEK_HOLE), so a sparse file costs what it holds, not its size. A file
+  // that shrinks meanwhile is copied as far as it went.
+  Result<void> copy_sparse(int in, int out, off_t size, int dst_dir, const std::string& rel) {
     off_t at = 0;
+    off_t end = size;
     while (at < size) {
       const off_t data = ::lseek(in, at, SEEK_DATA);
-      if (data < 0 && errno == ENXIO) break;                    // only a hole is left
-      if (data < 0) return copy_range(in, out, at, size, rel);  // no SEEK_DATA here
-      off_t hole = ::lseek(in, data, SEEK_HOLE);
-      if (hole < 0 || hole > size) hole = size;
-      if (Result<void> copied = copy_range(in, out, data, hole, rel); !copied) return copied;
-      at = hole;
+      if (data < 0 && errno == ENXIO) break;  // only a hole is left
+      off_t from = data, to = size;
+      if (data >= 0) {
+        to = ::lseek(in, data, SEEK_HOLE);
+        if (to <= data || to > size) to = size;
+      } else {
+        from = at;  // no SEEK_DATA here: all of it
+      }
+      Result<off_t> reached = copy_range(in, out, from, to, dst_dir, rel);
+      if (!reached) return std::move(reached).error();
+      if (*reached < to) {
+        end = *reached;
+        break;
+      }
+      at = to;
     }
-    if (::ftruncate(out, size) != 0) return errno_error(errno, "size", dest_top + "/" + rel);
+    if (::ftruncate(out, end) != 0) return errno_error(errno, "size", dest_top + "/" + rel);
     return {};
   }
 
@@ -301,18 +333,17 @@ struct Copier {
     if (::ioctl(out.get(), FICLONE, in.get()) == 0) {
       report->reflinked += 1;
     } else {
-      // What the copy will take: the blocks the source holds (less than its
-      // size when it is sparse).
+      // First what the source holds (less than its size when it is
+      // sparse), so a file that cannot fit is not begun; then each chunk
+      // as it is written (copy_range).
       const std::uint64_t held = std::min<std::uint64_t>(
           static_cast<std::uint64_t>(now.st_size), 512 * static_cast<std::uint64_t>(now.st_blocks));
-      if (Result<void> room = check_room(dst_dir, rel, held); !room) {
+      Result<void> copied = check_room(dst_dir, rel, held);
+      if (copied) copied = copy_sparse(in.get(), out.get(), now.st_size, dst_dir, rel);
+      if (!copied) {  // no half-copied file is left behind
         ::unlinkat(dst_dir, name.c_str(), 0);
-        return room;
-      }
-      if (Result<void> copied = copy_sparse(in.get(), out.get(), now.st_size, rel); !copied) {
         return copied;
       }
-      bytes_written += held;
     }
     ::fchmod(out.get(), now.st_mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID));
     const struct timespec times[2] = {now.st_atim, now.st_mtim};
@@ -343,7 +374,8 @@ struct Copier {
       // it lies inside the checkout): never copied into a worktree.
       if (fence.blocks(st)) return {};
       UniqueFd from = open_dir_at(src_dir, name);
-      if (!from) return {};
+      struct stat opened {};  // what was opened, not what the name was a moment ago
+      if (!from || ::fstat(from.get(), &opened) != 0 || fence.blocks(opened)) return {};
       if (!make_room(dst_dir, name, true)) return {};
       if (::mkdirat(dst_dir, name.c_str(), 0700) != 0 && errno != EEXIST) {
         return errno_error(errno, "create", dest_top + "/" + rel);
@@ -742,12 +774,14 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   struct stat dest_st {};
   if (::fstat(dst_top.get(), &dest_st) != 0) return errno_error(errno, "stat", dest.path);
   Fence fence;
-  fence.dev = dest_st.st_dev;
+  fence.worktree_dev = dest_st.st_dev;
   fence.worktree = dest_st.st_ino;
   struct stat parent_st {};
-  if (::fstatat(dst_top.get(), "..", &parent_st, 0) == 0 && parent_st.st_dev == dest_st.st_dev) {
-    fence.worktrees = parent_st.st_ino;
+  if (::fstatat(dst_top.get(), "..", &parent_st, 0) != 0) {
+    return errno_error(errno, "stat", dest.path + "/..");
   }
+  fence.worktrees_dev = parent_st.st_dev;
+  fence.worktrees = parent_st.st_ino;
 
   for (std::string pattern : include) {
     const bool folders_only = !pattern.empty() && pattern.back() == '/';
@@ -770,10 +804,18 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
   // A path beneath another one listed is copied with it.
+  // (Sorted, "a" "a-b" "a/c": "a/c" is beneath "a", not the last one kept.)
   std::vector<std::string> tops;
+  std::set<std::string> kept;
   for (const std::string& entry : entries) {
-    if (!tops.empty() && entry.rfind(tops.back() + "/", 0) == 0) continue;
     if (entry == ".git" || entry.rfind(".git/", 0) == 0) continue;
+    bool beneath = false;
+    for (std::size_t slash = entry.find('/'); slash != std::string::npos && !beneath;
+         slash = entry.find('/', slash + 1)) {
+      beneath = kept.count(entry.substr(0, slash)) != 0;
+    }
+    if (beneath) continue;
+    kept.insert(entry);
     tops.push_back(entry);
   }
   report.entries = tops;

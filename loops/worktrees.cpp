@@ -65,9 +65,17 @@ Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const Co
         if (path.size() > 1 && path.back() == '/') path.pop_back();
         args.push_back(std::move(path));
       }
-      Result<std::string> done = git.output(args);
+      Result<GitResult> done = git.run(args);
       if (!done) return std::move(done).error();
-      if (out != nullptr) *out += *done;
+      if (!done->succeeded()) return git_failure(args, *done);
+      if (out != nullptr) {
+        // A cut listing would leave the paths past the cut staged.
+        if (done->out_truncated) {
+          return make_error(errc::too_large, "git listed too many new paths to leave out",
+                            "add the folders the commands write to the repository's .gitignore");
+        }
+        *out += done->out;
+      }
     }
     return {};
   };

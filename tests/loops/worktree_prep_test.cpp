@@ -359,7 +359,14 @@ TEST_F(WorktreePrepTest, ASparseFileStaysSparse) {
 // file system with less than the reserve free: either stops the preparation
 // with an error that names the limit (a reflinked copy costs nothing).
 TEST_F(WorktreePrepTest, CopiesStopAtTheByteLimitAndAtTheFreeSpaceReserve) {
-  tree_.write("repo/build/a.bin", std::string(256 * 1024, 'a'));
+  // Bytes no file system compresses away (the copy must take real blocks).
+  std::string bytes(256 * 1024, '\0');
+  std::uint32_t state = 2463534242u;
+  for (char& c : bytes) {
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    c = static_cast<char>(state & 0xff);
+  }
+  tree_.write("repo/build/a.bin", bytes);
   const WorktreeInfo wt = worktree("c12", "loop/c12");
   const bool shares = reflink_works(wt.path);
 
@@ -392,7 +399,19 @@ TEST_F(WorktreePrepTest, CopiesStopAtTheByteLimitAndAtTheFreeSpaceReserve) {
 
   auto plenty = bring_into_worktree(worktree("c14", "loop/c14"), {"build"}, "");
   ASSERT_TRUE(plenty) << plenty.error().message;
-  EXPECT_EQ(tree_.read("wt/c14/build/a.bin"), std::string(256 * 1024, 'a'));
+  EXPECT_EQ(tree_.read("wt/c14/build/a.bin"), bytes);
+}
+
+// Patterns whose matches nest ("a", "a-b", "a/c", sorted so) copy each
+// file once.
+TEST_F(WorktreePrepTest, NestedMatchesAreCopiedOnce) {
+  tree_.write("repo/node_modules/c/x.js", "1\n");
+  tree_.write("repo/node_modules-b/y.js", "2\n");
+  const WorktreeInfo wt = worktree("c16", "loop/c16");
+  auto report = bring_into_worktree(wt, {"node_modules", "node_modules-b", "node_modules/c"}, "");
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->files, 2u) << report->to_json().dump(2);
+  EXPECT_EQ(report->entries, (std::vector<std::string>{"node_modules", "node_modules-b"}));
 }
 
 // An executable of a build folder that names the checkout only in a string
