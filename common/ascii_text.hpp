@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <string_view>
 
 namespace loopr {
@@ -15,6 +16,22 @@ inline std::string_view trim_blanks(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
     text.remove_suffix(1);
   return text;
+}
+
+// `text` without leading and trailing ASCII white space (" \t\r\n\f\v").
+inline std::string_view trim_space(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\r\n\f\v";
+  const std::size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+}
+
+// `text` with ASCII letters in lower case (others as they are).
+inline std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
 }
 
 // Equal, ignoring ASCII case.

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/ip_address.hpp"
+#include "common/path_beneath.hpp"
 #include "config/repository_reader.hpp"
 #include "config/toml_reader.hpp"
 #include "egress/domain_rules.hpp"
@@ -947,16 +948,10 @@ void check_consistency(const Settings& s) {
   }
 }
 
-bool beneath(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
-
 void check_worktree_folder(const Settings& s) {
   if (s.worktrees.folder.empty()) return;
   for (const std::string& root : s.sandbox.worktree_roots) {
-    if (beneath(s.worktrees.folder, root)) return;
+    if (same_or_beneath(s.worktrees.folder, root)) return;
   }
   fail_at_origin(s, "worktrees.folder",
                  "\"" + s.worktrees.folder +

@@ -25,6 +25,8 @@ target_include_directories(loopr_daemon PUBLIC ${PROJECT_SOURCE_DIR})
 # asio is standalone and header-only (libasio-dev); ASIO_NO_DEPRECATED keeps
 # us on the current API.
 target_compile_definitions(loopr_daemon PUBLIC ASIO_STANDALONE ASIO_NO_DEPRECATED)
+# The version initialize reports and the log names: CMake's project version.
+target_compile_definitions(loopr_daemon PRIVATE LOOPR_DAEMON_VERSION="${PROJECT_VERSION}")
 # g++ 12 misreports asio's awaitable frame allocator (it pairs a custom
 # operator new with its matching delete) as mismatched (GCC bug 109224).
 target_compile_options(loopr_daemon PUBLIC $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)

@@ -8,6 +8,9 @@
 #include "proto/control_messages.hpp"
 
 namespace loopr::daemon {
+
+const char* const kDaemonVersion = LOOPR_DAEMON_VERSION;
+
 namespace {
 
 using nlohmann::json;

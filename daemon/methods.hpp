@@ -47,7 +47,8 @@ struct DaemonServices {
   const config::Settings& settings;
 };
 
-inline constexpr const char* kDaemonVersion = "0.1.0";
+// CMake's project version (LOOPR_DAEMON_VERSION, daemon_sources.cmake).
+extern const char* const kDaemonVersion;
 
 class MethodRegistry {
  public:

@@ -12,6 +12,7 @@
 #include <asio/detached.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "common/path_beneath.hpp"
 #include "common/worktree_path.hpp"
 #include "daemon/web_search_args.hpp"
 #include "memory/repository.hpp"
@@ -104,12 +105,6 @@ Result<std::string> real_worktree(const std::string& worktree) {
                       "pass the repository folder, not a file in it");
   }
   return std::string(resolved);
-}
-
-bool same_or_beneath(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
 }
 
 std::string canonical_or_same(const std::string& path) {

@@ -47,6 +47,8 @@
 #include <thread>
 #include <variant>
 
+#include "common/ascii_text.hpp"
+
 namespace loopr::llm {
 namespace {
 
@@ -67,23 +69,6 @@ void init_curl_once() {
   }
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == '\n')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 // RFC 9110 token characters: what a method or a header name may hold.
 bool is_token(std::string_view text) {
   if (text.empty()) return false;
@@ -97,7 +82,7 @@ bool is_token(std::string_view text) {
 // Checks what start() can check without curl. Messages name a header by its
 // name, never by its value.
 std::optional<Error> validate(const HttpRequest& request) {
-  const std::string scheme = lower(request.url.substr(0, request.url.find("://") + 3));
+  const std::string scheme = ascii_lower(request.url.substr(0, request.url.find("://") + 3));
   if (scheme != "http://" && scheme != "https://") {
     return make_error(errc::invalid_arguments, "the request URL is not http:// or https://",
                       "check the provider's base URL");
@@ -282,7 +267,7 @@ std::size_t on_header(char* buffer, std::size_t size, std::size_t count, void* d
   auto* transfer = static_cast<Transfer*>(data);
   const std::size_t length = size * count;
   if (transfer->head_done) return length;  // trailers: not part of the head
-  const std::string_view line = trim(std::string_view(buffer, length));
+  const std::string_view line = trim_space(std::string_view(buffer, length));
   if (line.starts_with("HTTP/")) {  // a status line: a new head begins
     transfer->head.headers.clear();
     return length;
@@ -302,8 +287,8 @@ std::size_t on_header(char* buffer, std::size_t size, std::size_t count, void* d
   }
   const std::size_t colon = line.find(':');
   if (colon != std::string_view::npos) {
-    transfer->head.headers[lower(trim(line.substr(0, colon)))] =
-        std::string(trim(line.substr(colon + 1)));
+    transfer->head.headers[ascii_lower(trim_space(line.substr(0, colon)))] =
+        std::string(trim_space(line.substr(colon + 1)));
   }
   return length;
 }
@@ -464,7 +449,7 @@ std::optional<Error> HttpClient::Worker::configure(Transfer& transfer) {
   }
   bool has_expect = false;
   for (const auto& [name, value] : request.headers) {
-    has_expect = has_expect || lower(name) == "expect";
+    has_expect = has_expect || ascii_lower(name) == "expect";
     // "Name:" would make curl drop the header; "Name;" sends it empty.
     const std::string line = value.empty() ? name + ";" : name + ": " + value;
     curl_slist* appended = curl_slist_append(transfer.headers, line.c_str());

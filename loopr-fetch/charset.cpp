@@ -6,25 +6,11 @@
 #include <cctype>
 #include <cerrno>
 
+#include "common/ascii_text.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::fetch {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
-}
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -35,12 +21,12 @@ std::string charset_of(std::string_view content_type) {
   while (at != std::string_view::npos) {
     std::string_view rest = content_type.substr(at + 1);
     const std::size_t next = rest.find(';');
-    std::string_view parameter = trim(rest.substr(0, next));
+    std::string_view parameter = trim_space(rest.substr(0, next));
     at = next == std::string_view::npos ? next : at + 1 + next;
     const std::size_t equals = parameter.find('=');
     if (equals == std::string_view::npos) continue;
-    if (lower(trim(parameter.substr(0, equals))) != "charset") continue;
-    std::string_view value = trim(parameter.substr(equals + 1));
+    if (ascii_lower(trim_space(parameter.substr(0, equals))) != "charset") continue;
+    std::string_view value = trim_space(parameter.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
@@ -50,11 +36,11 @@ std::string charset_of(std::string_view content_type) {
 }
 
 std::string media_type_of(std::string_view content_type) {
-  return lower(trim(content_type.substr(0, content_type.find(';'))));
+  return ascii_lower(trim_space(content_type.substr(0, content_type.find(';'))));
 }
 
 std::string decode_to_utf8(std::string_view bytes, std::string_view charset) {
-  const std::string name = lower(charset);
+  const std::string name = ascii_lower(charset);
   if (name.empty() || name == "utf-8" || name == "utf8" || name == "us-ascii" || name == "ascii") {
     return to_lossy_utf8(bytes);
   }

@@ -7,7 +7,7 @@
 //
 // Before it reads anything, the worker installs the seccomp program it was
 // handed on --filter-fd (the runner's "no new processes" rules, stacked on the
-// lane's filter: runner/warm_worker.hpp) and says so in its ready message; a
+// lane's filter: runner/warm_workers.hpp) and says so in its ready message; a
 // program that cannot be installed ends the worker with status 3 before any
 // call. Without --filter-fd (tests, a manual run) no filter is added and the
 // ready message says so. Nothing is kept from one call to the next but the

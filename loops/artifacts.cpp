@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "common/ascii_text.hpp"
+
 namespace loopr::loops {
 
 namespace {
@@ -31,11 +33,7 @@ std::string in_quotes(std::string_view text) {
 }
 
 std::string trimmed(std::string_view text) {
-  constexpr std::string_view kBlanks = " \t\n\r\f\v";
-  const auto first = text.find_first_not_of(kBlanks);
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(kBlanks);
-  return std::string(text.substr(first, last - first + 1));
+  return std::string(trim_space(text));
 }
 
 bool present(const json& object, const char* field) {

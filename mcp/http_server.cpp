@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/ascii_text.hpp"
 #include "mcp/json_rpc.hpp"
 #include "proto/json_bounded.hpp"
 
@@ -34,12 +35,6 @@ constexpr std::size_t kHttpThreads = 48;
 // Tool calls answered at once across sessions: the rest of the workers stay
 // free for answers to the server's requests, cancellations and pings.
 constexpr std::size_t kMaxCallsHeld = kHttpThreads - 16;
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -158,14 +153,14 @@ struct HttpServer::State {
 };
 
 bool HttpServer::State::check(const httplib::Request& request, httplib::Response& response) {
-  const std::string host = lower(request.get_header_value("Host"));
+  const std::string host = ascii_lower(request.get_header_value("Host"));
   if (allowed_hosts.count(host) == 0) {
     refuse(response, 403,
            "Host '" + host + "' is not this server's loopback address: refused (DNS rebinding)");
     return false;
   }
   if (request.has_header("Origin") &&
-      allowed_origins.count(lower(request.get_header_value("Origin"))) == 0) {
+      allowed_origins.count(ascii_lower(request.get_header_value("Origin"))) == 0) {
     refuse(response, 403,
            "Origin '" + request.get_header_value("Origin") +
                "' is not this server's loopback origin: refused (DNS rebinding)");
@@ -175,7 +170,7 @@ bool HttpServer::State::check(const httplib::Request& request, httplib::Response
     const std::string authorization = request.get_header_value("Authorization");
     const std::string scheme = "bearer ";
     const bool bearer = authorization.size() > scheme.size() &&
-                        lower(authorization.substr(0, scheme.size())) == scheme;
+                        ascii_lower(authorization.substr(0, scheme.size())) == scheme;
     if (!bearer || !constant_time_equal(authorization.substr(scheme.size()), options.token)) {
       // RFC 6750 §3: an error code only when a token came and was wrong.
       response.set_header("WWW-Authenticate",
@@ -295,9 +290,9 @@ void HttpServer::State::post(const httplib::Request& request, httplib::Response&
     }
     held = std::shared_ptr<void>(nullptr, [this](void*) { --calls_held; });
   }
-  const bool streams =
-      message.kind == MessageKind::request && message.method == "tools/call" &&
-      lower(request.get_header_value("Accept")).find("text/event-stream") != std::string::npos;
+  const bool streams = message.kind == MessageKind::request && message.method == "tools/call" &&
+                       ascii_lower(request.get_header_value("Accept")).find("text/event-stream") !=
+                           std::string::npos;
   auto outbox = std::make_shared<HttpOutbox>(streams);
   entry->session->handle(value, outbox);
   if (starts_session) response.set_header("Mcp-Session-Id", session_id);

@@ -1,5 +1,5 @@
 // The warm worker's link (runner <-> `loopr-tool --serve`, one socketpair per
-// worker; runner/warm_worker.hpp). Frames as on the runner link (4-byte
+// worker; runner/warm_workers.hpp). Frames as on the runner link (4-byte
 // big-endian length), but a payload is a one-line JSON header, a '\n', and a
 // body kept as raw bytes, so neither a tool's arguments nor its output is
 // escaped and parsed once more on the way:

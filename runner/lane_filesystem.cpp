@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/path_beneath.hpp"
 #include "runner/linked_git_dir.hpp"
 #include "runner/open_no_symlinks.hpp"
 #include "runner/sandbox_step.hpp"
@@ -84,11 +85,6 @@ std::vector<std::string> canonical_paths(const std::vector<std::string>& paths) 
   return out;
 }
 
-bool is_within(const std::string& path, const std::string& dir) {
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
-}
-
 // The hidden paths, canonical, each with where it comes from (for error
 // messages); resolved before the pivot, in the host's view. One the runner
 // cannot resolve there (as root it is nobody on the host by now, and a root
@@ -113,7 +109,7 @@ std::map<std::string, std::string> resolve_hidden(const LaneFilesystemSpec& spec
       normal.pop_back();
     if (normal.find("/..") != std::string::npos) continue;
     if (std::any_of(writable.begin(), writable.end(), [&](const std::string& root) {
-          return normal != root && is_within(normal, root);
+          return normal != root && same_or_beneath(normal, root);
         })) {
       out.emplace(normal, origin);
     }
@@ -140,7 +136,7 @@ Result<void> set_read_only(const std::string& path, unsigned int flags, const ch
 
 bool is_within_any(const std::string& path, const std::vector<std::string>& dirs) {
   return std::any_of(dirs.begin(), dirs.end(),
-                     [&](const std::string& dir) { return is_within(path, dir); });
+                     [&](const std::string& dir) { return same_or_beneath(path, dir); });
 }
 
 // A detached copy of the tree at `path` (open_tree OPEN_TREE_CLONE |
@@ -335,7 +331,9 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
   std::vector<std::string> hidden_mounted;
   for (const std::string& path : hidden) {
     // The private /tmp, /dev and the job's /proc replace these wholesale.
-    if (is_within(path, "/tmp") || is_within(path, "/dev") || is_within(path, "/proc")) continue;
+    if (same_or_beneath(path, "/tmp") || same_or_beneath(path, "/dev") ||
+        same_or_beneath(path, "/proc"))
+      continue;
     // A root's mount would cover this cover: those are hidden on top of it.
     if (is_within_any(path, writable)) continue;
     if (!is_directory(root + path)) continue;
@@ -381,7 +379,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
       };
       std::vector<Kept> kept;
       for (const std::string& read : readable) {
-        if (!is_within(read, path) || !exists(root + read)) continue;
+        if (!same_or_beneath(read, path) || !exists(root + read)) continue;
         auto tree = clone_tree(root + read);
         if (!tree) return blame_setting(std::move(tree).error(), read, kReadPathsSetting);
         if (auto r = blamed(set_tree_read_only(*tree, read), read, kReadPathsSetting); !r) return r;
@@ -441,7 +439,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
     };
     if (auto r = blamed(bind_read_only(), path, kReadPathsSetting); !r) return r;
     for (const std::string& inner : hidden) {
-      if (inner == path || !is_within(inner, path) || !is_directory(root + inner)) continue;
+      if (inner == path || !same_or_beneath(inner, path) || !is_directory(root + inner)) continue;
       if (auto r = hide(inner); !r) return r;
       hidden_mounted.push_back(inner);
     }
@@ -500,7 +498,7 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
   if (!own) return std::move(own).error();
   kept.push_back({worktree, std::move(*own)});
   auto keep_read_only = [&](const std::string& path, int at) -> Result<void> {
-    if (!is_within_any(path, roots) || is_within(path, worktree)) return {};
+    if (!is_within_any(path, roots) || same_or_beneath(path, worktree)) return {};
     auto tree = clone_tree(path, at);
     if (!tree) return std::move(tree).error();
     if (auto r = set_tree_read_only(*tree, path); !r) return r;

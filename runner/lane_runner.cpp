@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/path_beneath.hpp"
 #include "runner/set_id_sweep.hpp"
 #include "runner/tool_exit_status.hpp"
 
@@ -36,13 +37,6 @@ std::optional<std::string> real_path(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return std::nullopt;
   return std::string(resolved);
-}
-
-bool same_or_beneath(const std::string& path, const std::string& dir) {
-  if (path == dir) return true;
-  if (dir == "/") return true;
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-         path[dir.size()] == '/';
 }
 
 proto::LimitHit time_limit_hit(const proto::Job& job) {

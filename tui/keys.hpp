@@ -1,6 +1,6 @@
 // Key handling as a pure state machine: a Key and the current state go in,
 // the UiState changes and the Commands to send to looprd come out. No
-// terminal here (tui/screen.cpp turns ncurses codes into Keys), so every
+// terminal here (tui/terminal.cpp turns ncurses codes into Keys), so every
 // binding is tested without one. The binding table is the only list of
 // keys: the help overlay is drawn from it.
 #pragma once

@@ -1,6 +1,6 @@
 // The view models: the whole screen as styled lines, fitted to a width and
 // a height, from DaemonState (what looprd said) and UiState (what the person
-// chose). No terminal here: tui/screen.cpp only draws what compose() returns,
+// chose). No terminal here: tui/terminal.cpp only draws what compose() returns,
 // and tests read it as text.
 //
 // Screen: three header lines (daemon, lanes, spend and what waits), the tab
