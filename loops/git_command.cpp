@@ -469,4 +469,14 @@ Result<std::string> GitCommand::output(const std::vector<std::string>& args,
   return std::move(result->out);
 }
 
+std::vector<std::string_view> split_nul(std::string_view listing) {
+  std::vector<std::string_view> records;
+  while (!listing.empty()) {
+    const std::size_t end = std::min(listing.find('\0'), listing.size());
+    records.push_back(listing.substr(0, end));
+    listing.remove_prefix(std::min(end + 1, listing.size()));
+  }
+  return records;
+}
+
 }  // namespace loopr::loops

@@ -58,6 +58,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -139,6 +140,9 @@ class GitCommand {
 // The git binary loopr runs: the first executable of /usr/bin/git, /bin/git,
 // /usr/local/bin/git. Never searched in the daemon's PATH.
 Result<std::string> git_executable();
+
+// Splits `git ... -z` output into its NUL-terminated records (views into it).
+std::vector<std::string_view> split_nul(std::string_view listing);
 
 // An Error describing a failed call: "git <subcommand> failed (exit N): <stderr tail>".
 Error git_failure(const std::vector<std::string>& args, const GitResult& result);

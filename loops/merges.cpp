@@ -155,17 +155,6 @@ Result<bool> merging(const GitCommand& git) {
   return found->succeeded();
 }
 
-// Splits `git ... -z` output into its NUL-terminated records.
-std::vector<std::string_view> split_nul(std::string_view listing) {
-  std::vector<std::string_view> records;
-  while (!listing.empty()) {
-    const std::size_t end = std::min(listing.find('\0'), listing.size());
-    records.push_back(listing.substr(0, end));
-    listing.remove_prefix(std::min(end + 1, listing.size()));
-  }
-  return records;
-}
-
 Result<std::string> complete_listing(const GitCommand& git, const std::vector<std::string>& args) {
   Result<GitResult> listed = git.run(args, read_only_options());
   if (!listed) return std::move(listed).error();

@@ -436,17 +436,6 @@ struct Copier {
   }
 };
 
-// NUL-separated records of a git listing.
-std::vector<std::string> records(std::string_view out) {
-  std::vector<std::string> list;
-  while (!out.empty()) {
-    const std::size_t end = std::min(out.find('\0'), out.size());
-    if (end > 0) list.emplace_back(out.substr(0, end));
-    out.remove_prefix(std::min(end + 1, out.size()));
-  }
-  return list;
-}
-
 GitRunOptions read_only() {
   GitRunOptions options;
   options.read_only = true;
@@ -462,7 +451,7 @@ std::optional<WorktreeInfo> worktree_on(const std::string& repo_top, const std::
   auto listed = git->output({"worktree", "list", "--porcelain", "-z"}, read_only());
   if (!listed) return std::nullopt;
   std::string path;
-  for (const std::string& record : records(*listed)) {
+  for (std::string_view record : split_nul(*listed)) {
     if (record.rfind("worktree ", 0) == 0) path = record.substr(9);
     if (record == "branch refs/heads/" + branch && !path.empty()) {
       auto info = open_worktree(repo_top, path, branch);
@@ -756,7 +745,8 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
         {"ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"},
         read_only());
     if (!listed) return std::move(listed).error();
-    for (std::string path : records(*listed)) {
+    for (std::string_view listed_path : split_nul(*listed)) {
+      std::string path(listed_path);
       while (!path.empty() && path.back() == '/')
         path.pop_back();
       if (!path.empty()) entries.push_back(path);
@@ -824,7 +814,7 @@ Result<PrepReport> bring_into_worktree(const WorktreeInfo& dest,
   if (!git) return std::move(git).error();
   auto listed = git->output({"ls-files", "-z"}, read_only());
   if (!listed) return std::move(listed).error();
-  const auto tracked_list = records(*listed);
+  const auto tracked_list = split_nul(*listed);
   const std::set<std::string> tracked(tracked_list.begin(), tracked_list.end());
 
   Copier copier;

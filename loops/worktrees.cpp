@@ -88,11 +88,8 @@ Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const Co
     return added;
   }
   std::vector<std::string> added_paths;
-  for (std::size_t start = 0; start < listed.size();) {
-    const std::size_t end = std::min(listed.find('\0', start), listed.size());
-    if (end > start) added_paths.push_back(listed.substr(start, end - start));
-    start = end + 1;
-  }
+  for (std::string_view path : split_nul(listed))
+    if (!path.empty()) added_paths.emplace_back(path);
   if (Result<void> reset = in_batches({"reset", "--quiet", "HEAD", "--"}, added_paths); !reset) {
     return reset;
   }
