@@ -790,7 +790,7 @@ class SettingsReader {
         s_.worktrees.keep_finished_s =
             detail::read_integer_in(v, key, -1, 10 * 365 * 86400, "seconds; -1: never");
       } else if (entry.key == "include") {
-        // Files of the checkout: relative, within it (loops/worktree_prep.hpp).
+        // Files of the checkout: relative, within it (loops/git/worktree_prep.hpp).
         s_.worktrees.prep.include = detail::read_string_list(v, key);
         for (std::size_t i = 0; i < s_.worktrees.prep.include.size(); ++i) {
           detail::check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]",

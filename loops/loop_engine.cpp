@@ -12,12 +12,12 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include "loops/git_support.hpp"
+#include "loops/git/git_support.hpp"
+#include "loops/git/worktree_changes.hpp"
+#include "loops/git/worktrees.hpp"
 #include "loops/loop_run.hpp"
 #include "loops/method_errors.hpp"
 #include "loops/offload.hpp"
-#include "loops/worktree_changes.hpp"
-#include "loops/worktrees.hpp"
 #include "proto/control_messages.hpp"
 #include "repos/repo_settings.hpp"
 

@@ -28,34 +28,19 @@
 #include "config/settings.hpp"
 #include "llm/provider.hpp"
 #include "loops/budget.hpp"
+#include "loops/git/worktrees.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
+#include "loops/run_host.hpp"
 #include "loops/scheduler.hpp"
 #include "loops/tool_gateway.hpp"
-#include "loops/worktrees.hpp"
 #include "store/store.hpp"
 
 namespace loopr::loops {
 
 class LoopRun;
 
-struct LoopEngineServices {
-  asio::io_context& io;
-  const config::Settings& settings;
-  store::Store& store;
-  ToolGateway& tools;
-  // The provider named in [providers.NAME]; built on first use (its key is
-  // read then). An Error says what to set.
-  std::function<Result<llm::Provider*>(const std::string& name)> provider;
-  // Publishes an event to subscribed clients.
-  std::function<void(std::string_view event, nlohmann::json data)> publish;
-  // Whether anyone listens for `event` (chat.chunk is skipped otherwise).
-  std::function<bool(std::string_view event)> has_subscribers;
-  // The daemon's state folder: artifacts are rendered under <state_dir>/loops/<id>/.
-  std::string state_dir;
-};
-
-class LoopEngine {
+class LoopEngine final : public RunHost {
  public:
   explicit LoopEngine(LoopEngineServices services);
   ~LoopEngine();
@@ -92,25 +77,20 @@ class LoopEngine {
   // person's feedback); its descendants are invalidated.
   asio::awaitable<Result<nlohmann::json>> rerun(const nlohmann::json& params);
 
-  // Everything all loops have spent (the global budget's "used").
-  Spend total_spend() const;
   std::size_t loop_count() const { return runs_.size(); }
   std::size_t running_count() const;
 
-  // For LoopRun.
-  const LoopEngineServices& services() const { return services_; }
-  asio::thread_pool& git_pool() { return git_pool_; }
-  ProviderSlots& provider_slots() { return provider_slots_; }
-  // What a loop becomes when its own work passed validation: a plan waits
-  // for approval, a spec or phase for its children, a code loop completes.
-  LoopStatus status_after_own_work(const LoopSpec& spec) const;
-  // A run's status changed: the tree may have work (loops/loop_tree.cpp).
-  void status_changed(const LoopRun& run);
-  std::vector<std::string> children_ids(const std::string& id) const;
-  // A plan's tree budget (null: the plan has none) and its tree's spend.
-  const config::BudgetLimits* plan_budget(const std::string& plan_id) const;
-  Spend tree_spend(const std::string& plan_id) const;
-  std::string loop_folder(const std::string& id) const;
+  // RunHost (run_host.hpp): what a LoopRun may ask of its engine.
+  const LoopEngineServices& services() const override { return services_; }
+  asio::thread_pool& git_pool() override { return git_pool_; }
+  ProviderSlots& provider_slots() override { return provider_slots_; }
+  LoopStatus status_after_own_work(const LoopSpec& spec) const override;
+  void status_changed(const LoopRun& run) override;
+  std::vector<std::string> children_ids(const std::string& id) const override;
+  const config::BudgetLimits* plan_budget(const std::string& plan_id) const override;
+  Spend tree_spend(const std::string& plan_id) const override;
+  Spend total_spend() const override;
+  std::string loop_folder(const std::string& id) const override;
 
  private:
   Result<std::shared_ptr<LoopRun>> find(const nlohmann::json& params) const;

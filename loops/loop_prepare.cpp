@@ -1,13 +1,13 @@
 // LoopRun::prepare_worktree(): a new worktree made ready to work in before
-// the loop's first iteration (issue 25; loops/worktree_prep.hpp).
+// the loop's first iteration (issue 25; loops/git/worktree_prep.hpp).
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-#include "loops/loop_engine.hpp"
+#include "loops/git/worktree_prep.hpp"
 #include "loops/loop_run.hpp"
 #include "loops/offload.hpp"
-#include "loops/worktree_prep.hpp"
+#include "loops/run_host.hpp"
 
 namespace loopr::loops {
 namespace {

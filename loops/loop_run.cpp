@@ -16,13 +16,13 @@
 #include "common/private_folder.hpp"
 #include "loops/artifacts.hpp"
 #include "loops/context_budget.hpp"
-#include "loops/loop_engine.hpp"
-#include "loops/merges.hpp"
+#include "loops/git/merges.hpp"
+#include "loops/git/worktree_changes.hpp"
 #include "loops/offload.hpp"
 #include "loops/orientation.hpp"
 #include "loops/prompts.hpp"
+#include "loops/run_host.hpp"
 #include "loops/tool_result_view.hpp"
-#include "loops/worktree_changes.hpp"
 #include "proto/json_bounded.hpp"
 
 namespace loopr::loops {
@@ -198,7 +198,7 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-LoopRun::LoopRun(LoopEngine& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress)
+LoopRun::LoopRun(RunHost& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress)
     : engine_(engine),
       row_(std::move(row)),
       spec_(std::move(spec)),

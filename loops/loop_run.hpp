@@ -36,19 +36,18 @@
 #include "llm/provider.hpp"
 #include "loops/budget.hpp"
 #include "loops/context_budget.hpp"
+#include "loops/git/worktrees.hpp"
 #include "loops/loop_health.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/run_host.hpp"
 #include "store/store.hpp"
 
 namespace loopr::loops {
 
-class LoopEngine;
-
 class LoopRun : public std::enable_shared_from_this<LoopRun> {
  public:
-  LoopRun(LoopEngine& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress);
+  LoopRun(RunHost& engine, store::LoopRow row, LoopSpec spec, LoopProgress progress);
 
   const std::string& id() const { return spec_.id; }
   std::int64_t seq() const { return row_.seq; }  // creation order
@@ -173,7 +172,7 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void add_message(llm::Message message);  // keeps messages_bytes_
   const config::ModelPrice* price() const;
 
-  LoopEngine& engine_;
+  RunHost& engine_;  // the LoopEngine that owns this run, seen through run_host.hpp
   store::LoopRow row_;
   LoopSpec spec_;
   LoopProgress progress_;

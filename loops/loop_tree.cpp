@@ -22,9 +22,9 @@
 #include <chrono>
 
 #include "loops/artifacts.hpp"
+#include "loops/git/merges.hpp"
 #include "loops/loop_engine.hpp"
 #include "loops/loop_run.hpp"
-#include "loops/merges.hpp"
 #include "loops/offload.hpp"
 
 namespace loopr::loops {

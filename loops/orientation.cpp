@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "common/utf8.hpp"
-#include "loops/git_support.hpp"
+#include "loops/git/git_support.hpp"
 
 namespace loopr::loops {
 namespace {

@@ -1,6 +1,6 @@
 // Orientation: what an iteration's first message tells the model about the
 // repository before it calls a tool (issue 24), read from the loop's
-// worktree through hardened git (loops/git_command.hpp), never by following
+// worktree through hardened git (loops/git/git_command.hpp), never by following
 // the worktree's files on disk (a job may have planted links or FIFOs):
 //   - the repository's instructions for agents: the first of
 //     [context] instructions_files committed at HEAD (`git show HEAD:FILE`),
@@ -21,7 +21,7 @@
 
 #include "common/error.hpp"
 #include "config/settings.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/git/worktrees.hpp"
 
 namespace loopr::loops {
 

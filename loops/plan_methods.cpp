@@ -9,9 +9,9 @@
 #include <fstream>
 
 #include "loops/artifacts.hpp"
+#include "loops/git/merges.hpp"
 #include "loops/loop_engine.hpp"
 #include "loops/loop_run.hpp"
-#include "loops/merges.hpp"
 #include "loops/method_errors.hpp"
 #include "loops/offload.hpp"
 #include "proto/control_messages.hpp"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "loops/git_command.hpp"
+#include "loops/git/git_command.hpp"
 #include "tests/support/temp_tree.hpp"
 
 namespace loopr::test {

@@ -4,7 +4,7 @@
 // around them. The security tests (SECURITY.md classes 4 and 27) plant hooks
 // and a merge driver and check that no merge runs them; control tests run
 // plain git on the same traps to show they are armed.
-#include "loops/merges.hpp"
+#include "loops/git/merges.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "loops/git_command.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/worktrees.hpp"
 #include "tests/loops/git_fixture.hpp"
 #include "tests/support/temp_tree.hpp"
 

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "loops/context_budget.hpp"
+#include "loops/git/worktrees.hpp"
 #include "loops/orientation.hpp"
 #include "loops/prompts.hpp"
 #include "loops/tool_result_view.hpp"
-#include "loops/worktrees.hpp"
 #include "tests/loops/git_fixture.hpp"
 
 namespace loopr::loops {

@@ -1,9 +1,9 @@
-// bring_into_worktree (loops/worktree_prep.hpp) against real git and real
+// bring_into_worktree (loops/git/worktree_prep.hpp) against real git and real
 // make: what a new worktree is given from the user's checkout or from its
 // parent's worktree, that nothing in it leads back into the checkout, that
 // mtimes make a copied build up to date, and that a CMake build folder is
 // relocated.
-#include "loops/worktree_prep.hpp"
+#include "loops/git/worktree_prep.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "loops/worktrees.hpp"
+#include "loops/git/worktrees.hpp"
 #include "tests/loops/git_fixture.hpp"
 
 namespace loopr::test {

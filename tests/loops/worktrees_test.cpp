@@ -3,7 +3,7 @@
 // repository or a worktree to make git run a program, and check that none of
 // the daemon's calls runs one while the commits still happen. A control test
 // runs plain git on the same traps to show they are armed.
-#include "loops/worktrees.hpp"
+#include "loops/git/worktrees.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "loops/git_command.hpp"
+#include "loops/git/git_command.hpp"
 #include "tests/loops/git_fixture.hpp"
 #include "tests/support/temp_tree.hpp"
 

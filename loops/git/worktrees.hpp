@@ -2,7 +2,7 @@
 // (DESIGN.md §8): create it on a new `loop/<id>` branch, commit after every
 // iteration, diff, re-open after a daemon restart, remove.
 //
-// Every call goes through GitCommand (loops/git_command.hpp), hardened so that
+// Every call goes through GitCommand (loops/git/git_command.hpp), hardened so that
 // nothing a job wrote in the worktree runs outside the sandbox (SECURITY.md
 // classes 4 and 27). Calls on a worktree use GIT_DIR=<admin dir> and
 // GIT_WORK_TREE=<worktree>; calls on the repository use GIT_DIR=<repo>/.git.
@@ -20,18 +20,9 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "loops/git/worktree_info.hpp"
 
 namespace loopr::loops {
-
-struct WorktreeInfo {
-  std::string repo;         // the repository's top folder (realpath)
-  std::string path;         // the worktree's folder (realpath)
-  std::string branch;       // e.g. "loop/42" (without refs/heads/)
-  std::string base_commit;  // the commit the branch was created at (from its reflog;
-                            // empty after open_worktree if that reflog is gone)
-  std::string admin_dir;    // <repo>/.git/worktrees/<name>: GIT_DIR for calls on the worktree
-  std::string common_dir;   // <repo>/.git
-};
 
 struct CommitOutcome {
   bool changed = false;  // a commit was made

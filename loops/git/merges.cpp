@@ -1,4 +1,4 @@
-#include "loops/merges.hpp"
+#include "loops/git/merges.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,8 +15,9 @@
 #include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
 #include "common/worktree_path.hpp"
-#include "loops/git_command.hpp"
-#include "loops/git_support.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/git_support.hpp"
+#include "loops/git/worktrees.hpp"
 
 namespace loopr::loops {
 namespace {

@@ -20,8 +20,8 @@
 
 #include "common/error.hpp"
 #include "common/small_file.hpp"
-#include "loops/git_command.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/worktree_info.hpp"
 
 namespace loopr::loops::detail {
 

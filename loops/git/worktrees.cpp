@@ -1,4 +1,4 @@
-#include "loops/worktrees.hpp"
+#include "loops/git/worktrees.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,9 +14,9 @@
 
 #include "common/private_folder.hpp"
 #include "common/unique_fd.hpp"
-#include "loops/git_command.hpp"
-#include "loops/git_support.hpp"
-#include "loops/worktree_changes.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/git_support.hpp"
+#include "loops/git/worktree_changes.hpp"
 
 namespace loopr::loops {
 namespace {
@@ -376,7 +376,7 @@ Result<CommitOutcome> commit_all(const WorktreeInfo& info, const std::string& me
   if (staged->exit_code != 0 && staged->exit_code != 1) {
     return git_failure({"diff-index"}, *staged);
   }
-  // During a merge (start_merge, loops/merges.hpp) the commit is the merge
+  // During a merge (start_merge, loops/git/merges.hpp) the commit is the merge
   // commit, with MERGE_HEAD as its second parent: it is made even when the
   // resolution leaves the tree as HEAD had it, or MERGE_HEAD would linger.
   GitRunOptions read_only;

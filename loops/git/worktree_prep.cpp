@@ -1,4 +1,4 @@
-#include "loops/worktree_prep.hpp"
+#include "loops/git/worktree_prep.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,8 +18,9 @@
 #include <string_view>
 
 #include "common/unique_fd.hpp"
-#include "loops/git_command.hpp"
-#include "loops/git_support.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/git_support.hpp"
+#include "loops/git/worktrees.hpp"
 
 namespace loopr::loops {
 namespace {

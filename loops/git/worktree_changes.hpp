@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/git/worktree_info.hpp"
 
 namespace loopr::loops {
 

@@ -1,4 +1,4 @@
-#include "loops/worktree_changes.hpp"
+#include "loops/git/worktree_changes.hpp"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "loops/git_command.hpp"
-#include "loops/git_support.hpp"
+#include "loops/git/git_command.hpp"
+#include "loops/git/git_support.hpp"
 
 namespace loopr::loops {
 namespace {

@@ -1,4 +1,4 @@
-#include "loops/git_command.hpp"
+#include "loops/git/git_command.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

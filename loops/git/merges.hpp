@@ -2,7 +2,7 @@
 // parent's branch, how a conflict is handed to a resolving loop, and how a
 // finished plan's branch reaches the user's branch (`looprctl plan merge`).
 //
-// Every call goes through GitCommand (loops/git_command.hpp), hardened like
+// Every call goes through GitCommand (loops/git/git_command.hpp), hardened like
 // the worktree calls (hooks, fsmonitor, filter drivers off). Merges add one
 // more class of program a job could name from `.gitattributes`: merge
 // drivers. Every `merge.<driver>.driver` the repository's config defines is
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "loops/worktrees.hpp"
+#include "loops/git/worktree_info.hpp"
 
 namespace loopr::loops {
 
