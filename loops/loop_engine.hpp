@@ -7,9 +7,10 @@
 //
 // It reaches tools through ToolGateway, models through a provider lookup,
 // clients through an event sink, and git through loops/git/ (worktrees,
-// commits, merges) on a worker thread (offload.hpp). Errors are Result<json> with rpc codes 1001
-// (no such loop) and 1002 (the loop's state forbids it) in details.rpc_code. Threads: io thread
-// only (git runs on the engine's own worker thread).
+// commits, merges) on a worker thread (offload.hpp). Errors are
+// Result<json> with rpc codes 1001 (no such loop) and 1002 (the loop's state
+// forbids it) in details.rpc_code.
+// Threads: io thread only (git runs on the engine's own worker thread).
 #pragma once
 
 #include <asio/awaitable.hpp>
