@@ -57,6 +57,14 @@ inline constexpr const char* sandbox_setup = "sandbox_setup";
 inline constexpr const char* io = "io";
 inline constexpr const char* protocol = "protocol";
 inline constexpr const char* internal = "internal";
+// A remote API (a model provider, a web search provider) refused the key
+// (401, 403), refused the request (400, 404, 422 ...), was still failing
+// after the last retry (429, 5xx, resets), or answered in no documented
+// format. Retrying cannot help the first two.
+inline constexpr const char* provider_auth = "provider_auth";
+inline constexpr const char* provider_request = "provider_request";
+inline constexpr const char* provider_unavailable = "provider_unavailable";
+inline constexpr const char* provider_protocol = "provider_protocol";
 }  // namespace errc
 
 struct Error {

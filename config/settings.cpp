@@ -6,12 +6,12 @@
 #include <istream>
 #include <set>
 
+#include "common/domain_list.hpp"
 #include "common/error.hpp"
 #include "common/ip_address.hpp"
 #include "common/path_beneath.hpp"
 #include "config/repository_reader.hpp"
 #include "config/toml_reader.hpp"
-#include "egress/domain_rules.hpp"
 
 namespace loopr::config {
 
@@ -485,7 +485,7 @@ class SettingsReader {
             const std::string list_key = base + "." + list.key;
             note(list_key, *list.value);
             std::vector<std::string> names = detail::read_string_list(*list.value, list_key);
-            if (auto parsed = egress::DomainList::parse(names, list_key); !parsed) {
+            if (auto parsed = DomainList::parse(names, list_key); !parsed) {
               fail(*list.value, list_key, parsed.error().message + "; " + parsed.error().hint);
             }
             (list.key == "allow_domains" ? rules.allow_domains : rules.deny_domains) =

@@ -30,8 +30,8 @@ egress::EgressPolicy egress_policy(const config::Settings& settings) {
   std::map<std::string, egress::LaneDomainRules> lanes;
   for (const auto& [lane, rules] : settings.egress.lanes) {
     const std::string key = "egress.lanes." + lane;
-    lanes[lane] = {egress::DomainList::parse(rules.allow_domains, key + ".allow_domains").value(),
-                   egress::DomainList::parse(rules.deny_domains, key + ".deny_domains").value()};
+    lanes[lane] = {DomainList::parse(rules.allow_domains, key + ".allow_domains").value(),
+                   DomainList::parse(rules.deny_domains, key + ".deny_domains").value()};
   }
   return egress::EgressPolicy(egress::AddressPolicy::from_strings(allowed).value(),
                               std::move(lanes));

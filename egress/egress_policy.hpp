@@ -17,9 +17,9 @@
 #include <optional>
 #include <string>
 
+#include "common/domain_list.hpp"
 #include "common/ip_address.hpp"
 #include "egress/address_policy.hpp"
-#include "egress/domain_rules.hpp"
 
 namespace loopr::egress {
 

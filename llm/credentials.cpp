@@ -14,13 +14,6 @@
 
 namespace loopr::llm {
 
-std::ostream& operator<<(std::ostream& out, const Secret&) {
-  return out << "[secret]";
-}
-void PrintTo(const Secret&, std::ostream* out) {
-  *out << "[secret]";
-}
-
 namespace {
 
 constexpr std::size_t kMaxKeyFileBytes = 64 * 1024;
@@ -131,17 +124,6 @@ Result<Credential> load_credential(const std::string& api_key_env, const std::st
   Credential none;
   none.source = "no key";
   return none;
-}
-
-std::string redact(std::string text, const Secret* key) {
-  if (key == nullptr || key->empty()) return text;
-  const std::string& needle = key->reveal();
-  static constexpr std::string_view kMark = "[redacted]";
-  for (std::size_t at = text.find(needle); at != std::string::npos;
-       at = text.find(needle, at + kMark.size())) {
-    text.replace(at, needle.size(), kMark);
-  }
-  return text;
 }
 
 }  // namespace loopr::llm

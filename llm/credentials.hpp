@@ -1,37 +1,20 @@
 // API keys for the HTTP providers (DESIGN.md §8): from the environment
 // variable a provider names (api_key_env), else from its key file
-// (key_file). A key lives in a Secret, which prints as "[secret]" so that a
-// log line, a test failure or an Error cannot show it by accident; only the
-// HTTP layer calls reveal() to build its headers.
+// (key_file). A key lives in a Secret (common/secret.hpp), which prints as
+// "[secret]"; only the HTTP layer calls reveal() to build its headers.
 // Threads: thread-compatible.
 #pragma once
 
-#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/secret.hpp"
 #include "config/environment.hpp"
 #include "config/settings.hpp"
 
 namespace loopr::llm {
-
-class Secret {
- public:
-  explicit Secret(std::string value) : value_(std::move(value)) {}
-  // The key's text: for the request header, and for redacting it from
-  // anything a server sends back. Never for a message or a log.
-  const std::string& reveal() const { return value_; }
-  bool empty() const { return value_.empty(); }
-
-  friend std::ostream& operator<<(std::ostream& out, const Secret& secret);
-  // GoogleTest's printer.
-  friend void PrintTo(const Secret& secret, std::ostream* out);
-
- private:
-  std::string value_;
-};
 
 struct Credential {
   std::optional<Secret> key;  // none when the provider names no variable and no file
@@ -55,9 +38,5 @@ Result<Credential> load_credential(const config::ProviderSettings& settings,
 // search providers of [web_search.*]).
 Result<Credential> load_credential(const std::string& api_key_env, const std::string& key_file,
                                    const config::EnvLookup& env);
-
-// `text` with every occurrence of the key replaced by "[redacted]"; for
-// anything a server sends back, which might echo the key.
-std::string redact(std::string text, const Secret* key);
 
 }  // namespace loopr::llm

@@ -27,12 +27,11 @@
 namespace loopr::llm {
 
 namespace errc {
-// The provider refused the key (401, 403): retrying cannot help.
-inline constexpr const char* provider_auth = "provider_auth";
-// The provider refused the request (400, 404, 422 ...): retrying cannot help.
-inline constexpr const char* provider_request = "provider_request";
-// Still failing after the last retry (429, 5xx, 529, resets, idle streams).
-inline constexpr const char* provider_unavailable = "provider_unavailable";
+// The provider codes every remote API shares (common/error.hpp).
+using loopr::errc::provider_auth;
+using loopr::errc::provider_protocol;
+using loopr::errc::provider_request;
+using loopr::errc::provider_unavailable;
 // The request (its input plus max_tokens) did not fit the model's context
 // window — Anthropic's "prompt is too long", OpenAI's context_length_exceeded,
 // llama.cpp's exceed_context_size_error, vLLM's "maximum context length", an
@@ -42,8 +41,6 @@ inline constexpr const char* provider_unavailable = "provider_unavailable";
 // integers, each only when the provider said it; "status" when it came as an
 // HTTP status.
 inline constexpr const char* context_overflow = "context_overflow";
-// The answer could not be understood (not the documented wire format).
-inline constexpr const char* provider_protocol = "provider_protocol";
 // The call was cancelled through its CancelToken.
 inline constexpr const char* cancelled = "cancelled";
 }  // namespace errc

@@ -5,9 +5,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "common/secret.hpp"
 #include "common/utf8.hpp"
-#include "llm/credentials.hpp"
-#include "llm/provider.hpp"
 #include "loopr-fetch/fetch_url.hpp"
 #include "loopr-fetch/html_text.hpp"
 
@@ -54,7 +53,7 @@ std::string query_component(std::string_view text) {
 
 Error protocol_error(std::string_view kind, const std::string& what) {
   return make_error(
-      llm::errc::provider_protocol,
+      errc::provider_protocol,
       "web_search: the " + std::string(kind) +
           " search provider sent an answer that is not its documented format: " + what,
       "try again later; if it persists, the provider's base_url in loopr.toml "
@@ -135,9 +134,9 @@ Result<HttpRequest> search_request(const SearchProvider& provider, std::string_v
 
 std::string redact_key(std::string text, const SearchProvider& provider) {
   if (provider.api_key.empty()) return text;
-  const llm::Secret raw(provider.api_key);
-  const llm::Secret encoded(query_component(provider.api_key));
-  return llm::redact(llm::redact(std::move(text), &raw), &encoded);
+  const Secret raw(provider.api_key);
+  const Secret encoded(query_component(provider.api_key));
+  return redact(redact(std::move(text), &raw), &encoded);
 }
 
 Result<std::vector<SearchResult>> parse_search_results(std::string_view kind, std::string_view body,

@@ -7,13 +7,12 @@
 #include <thread>
 
 #include "common/utf8.hpp"
-#include "llm/provider.hpp"
-#include "llm/retry_policy.hpp"
 #include "loopr-fetch/http_fetch.hpp"
 #include "loopr-fetch/job_address_policy.hpp"
 #include "loopr-fetch/search_providers.hpp"
 #include "loopr-tool/arguments.hpp"
 #include "loopr-tool/job_facts.hpp"
+#include "retry/http_retry.hpp"
 
 namespace loopr::fetch {
 namespace {
@@ -34,7 +33,7 @@ constexpr std::size_t kErrorExcerptBytes = 300;
 struct SearchJob {
   SearchProvider provider;
   int max_retries = 3;
-  llm::BackoffSettings backoff;
+  BackoffSettings backoff;
   milliseconds timeout{30000};
 };
 
@@ -89,7 +88,7 @@ Attempts send_with_retries(const HttpRequest& request, const AddressPolicy& poli
                            const SearchJob& job) {
   const Clock::time_point deadline =
       Clock::now() + std::max(job.timeout - kJobMargin, kShortestTry);
-  const llm::RandomSource random = llm::default_random_source();
+  const RandomSource random = default_random_source();
   for (int attempt = 1;; ++attempt) {
     FetchLimits limits;
     limits.max_body_bytes = kMaxAnswerBytes;
@@ -102,16 +101,16 @@ Attempts send_with_retries(const HttpRequest& request, const AddressPolicy& poli
     bool retryable = false;
     std::optional<milliseconds> server_wait;
     if (page) {
-      retryable = llm::is_retryable_status(page->status);
+      retryable = is_retryable_status(page->status);
       if (!page->retry_after.empty()) {
-        server_wait = llm::parse_retry_after({{"retry-after", page->retry_after}},
-                                             std::chrono::system_clock::now());
+        server_wait = parse_retry_after({{"retry-after", page->retry_after}},
+                                        std::chrono::system_clock::now());
       }
     } else {
       retryable = page.error().code == errc::io || page.error().code == errc::timeout;
     }
     if (!retryable || attempt > job.max_retries) return {std::move(page), attempt, false};
-    const milliseconds delay = llm::retry_delay(attempt, server_wait, job.backoff, random);
+    const milliseconds delay = retry_delay(attempt, server_wait, job.backoff, random);
     if (Clock::now() + delay + kShortestTry > deadline) return {std::move(page), attempt, true};
     std::this_thread::sleep_for(delay);
   }
@@ -134,18 +133,18 @@ Error refusal(const SearchProvider& provider, const FetchedPage& page, const Att
                            (excerpt.empty() ? "" : ": " + excerpt);
   Error error;
   if (page.status == 401 || page.status == 403) {
-    error = make_error(llm::errc::provider_auth, what,
+    error = make_error(errc::provider_auth, what,
                        provider.kind == "searxng"
                            ? "the SearXNG instance refused: its settings.yml must list json in "
                              "search.formats; tell the user"
                            : "the key configured in loopr.toml [web_search." + provider.kind +
                                  "] (api_key_env or key_file) was refused; tell the user");
-  } else if (llm::is_retryable_status(page.status)) {
-    error = make_error(llm::errc::provider_unavailable, what,
+  } else if (is_retryable_status(page.status)) {
+    error = make_error(errc::provider_unavailable, what,
                        "the provider is busy or failing; try again later, or go on without "
                        "searching");
   } else {
-    error = make_error(llm::errc::provider_request, what,
+    error = make_error(errc::provider_request, what,
                        "the provider refused this search; try a shorter or simpler query");
   }
   error.details =
@@ -198,7 +197,7 @@ Result<Json> search(const tool::Arguments& arguments) {
   const FetchedPage& page = *attempts.last;
   if (page.status < 200 || page.status > 299) return refusal(provider, page, attempts);
   if (page.body_truncated) {
-    return make_error(llm::errc::provider_protocol,
+    return make_error(errc::provider_protocol,
                       "web_search: the " + provider.kind + " search provider's answer is over " +
                           std::to_string(kMaxAnswerBytes) + " bytes",
                       "try again with fewer max_results");

@@ -44,8 +44,8 @@ struct RunnerHarness::Egress {
   }
   static egress::EgressPolicy policy_of(const RunnerOptions& options) {
     std::map<std::string, egress::LaneDomainRules> lanes;
-    lanes[options.lane] = {egress::DomainList::parse(options.allow_domains, "allow").value(),
-                           egress::DomainList::parse(options.deny_domains, "deny").value()};
+    lanes[options.lane] = {DomainList::parse(options.allow_domains, "allow").value(),
+                           DomainList::parse(options.deny_domains, "deny").value()};
     return egress::EgressPolicy(
         egress::AddressPolicy::from_strings(options.allowed_networks).value(), std::move(lanes));
   }

@@ -1,8 +1,10 @@
-// DomainList: a lane's allow or deny list of host names for the egress proxy
-// ([egress.lanes.<lane>] allow_domains / deny_domains in loopr.toml). An
-// entry is an exact name ("example.com") or a suffix ("*.example.com": every
-// name beneath example.com, not example.com itself). Names compare
-// case-insensitively and without a trailing dot. Pure; thread-safe.
+// DomainList: a list of host names, such as a lane's allow or deny list for
+// the egress proxy ([egress.lanes.<lane>] allow_domains / deny_domains in
+// loopr.toml): the settings check it when they are read, the proxy matches
+// against it. An entry is an exact name ("example.com") or a suffix
+// ("*.example.com": every name beneath example.com, not example.com itself).
+// Names compare case-insensitively and without a trailing dot. Pure;
+// thread-safe.
 #pragma once
 
 #include <optional>
@@ -12,7 +14,7 @@
 
 #include "common/error.hpp"
 
-namespace loopr::egress {
+namespace loopr {
 
 // `host` in lower case without a trailing dot: the form lists compare.
 std::string normalized_host(std::string_view host);
@@ -33,4 +35,4 @@ class DomainList {
   std::vector<std::string> entries_;  // normalized; suffixes keep their "*."
 };
 
-}  // namespace loopr::egress
+}  // namespace loopr

@@ -1,9 +1,9 @@
-#include "egress/domain_rules.hpp"
+#include "common/domain_list.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace loopr::egress {
+namespace loopr {
 namespace {
 
 bool is_host_name(std::string_view name) {
@@ -65,4 +65,4 @@ std::optional<std::string> DomainList::match(std::string_view host) const {
   return std::nullopt;
 }
 
-}  // namespace loopr::egress
+}  // namespace loopr
