@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <istream>
 #include <set>
 
@@ -208,60 +209,122 @@ class SettingsReader {
     return out;
   }
 
-  void daemon(const toml::value& table) {
-    detail::require_table(table, "daemon");
-    detail::refuse_unknown_keys(table, "daemon",
-                                {"socket", "state_dir", "log_level", "max_client_queue_bytes",
-                                 "heartbeat_interval_ms", "runner_restart_backoff_ms"});
-    auto& d = s_.daemon;
+  // One key of a loopr.toml table: its name, and how its value is read into
+  // the Settings (`key` is the dotted key, for messages).
+  using KeyReader = std::function<void(const toml::value& value, const std::string& key)>;
+  struct TableKey {
+    std::string_view name;
+    KeyReader read;
+  };
+
+  // Reads the table `name`: a key it does not list is refused (`unknown`, or
+  // "unknown key; known keys are: ..."), each key's origin is noted, and each
+  // is read by its reader, in the order the file wrote them.
+  void read_table(const toml::value& table, const std::string& name,
+                  const std::vector<TableKey>& keys, const std::string& unknown = {}) {
+    refuse_unlisted_keys(table, name, keys, unknown);
+    read_listed_keys(table, name, keys);
+  }
+
+  // read_table's two halves, for a table that needs a look between them.
+  static void refuse_unlisted_keys(const toml::value& table, const std::string& name,
+                                   const std::vector<TableKey>& keys,
+                                   const std::string& unknown = {}) {
+    detail::require_table(table, name);
     for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "daemon." + entry.key;
-      note(key, v);
-      if (entry.key == "socket") {
-        d.socket_path = path(v, key, true);
-      } else if (entry.key == "state_dir") {
-        d.state_dir = path(v, key, true);
-      } else if (entry.key == "log_level") {
-        const auto level = detail::read_choice(v, key, {"trace", "debug", "info", "warn", "error"});
-        d.log_level = level == "trace"   ? LogLevel::trace
-                      : level == "debug" ? LogLevel::debug
-                      : level == "info"  ? LogLevel::info
-                      : level == "warn"  ? LogLevel::warn
-                                         : LogLevel::error;
-      } else if (entry.key == "max_client_queue_bytes") {
-        d.max_client_queue_bytes = detail::read_integer_in(
-            v, key, kMinClientQueueBytes, 4096 * kMiB, "bytes; at least one 16 MiB protocol line");
-      } else if (entry.key == "heartbeat_interval_ms") {
-        d.heartbeat_interval_ms = detail::read_integer_in(v, key, 100, 600000, "milliseconds");
-      } else if (entry.key == "runner_restart_backoff_ms") {
-        d.runner_restart_backoff_ms = detail::read_integer_in(v, key, 10, 600000, "milliseconds");
-      }
+      if (find_key(keys, entry.key) != nullptr) continue;
+      std::string known;
+      for (const TableKey& k : keys)
+        known += (known.empty() ? "" : ", ") + std::string(k.name);
+      fail(*entry.value, name + "." + entry.key,
+           unknown.empty() ? "unknown key; known keys are: " + known : unknown);
+    }
+  }
+  void read_listed_keys(const toml::value& table, const std::string& name,
+                        const std::vector<TableKey>& keys) {
+    for (const auto& entry : detail::entries(table)) {
+      const std::string key = name + "." + entry.key;
+      note(key, *entry.value);
+      find_key(keys, entry.key)->read(*entry.value, key);
     }
   }
 
+  static const TableKey* find_key(const std::vector<TableKey>& keys, std::string_view name) {
+    for (const TableKey& key : keys)
+      if (key.name == name) return &key;
+    return nullptr;
+  }
+
+  // Readers of the usual kinds of value, into `field`.
+  // `Field`: an integer, or an optional one (a budget's limit, unset until read).
+  template <typename Field>
+  static KeyReader integer_in(Field& field, std::int64_t min, std::int64_t max, std::string unit) {
+    return
+        [&field, min, max, unit = std::move(unit)](const toml::value& v, const std::string& key) {
+          field = detail::read_integer_in(v, key, min, max, unit);
+        };
+  }
+  static KeyReader text(std::string& field) {
+    return [&field](const toml::value& v, const std::string& key) {
+      field = detail::read_string(v, key);
+    };
+  }
+  static KeyReader flag(bool& field) {
+    return [&field](const toml::value& v, const std::string& key) {
+      field = detail::read_bool(v, key);
+    };
+  }
+  static KeyReader text_list(std::vector<std::string>& field) {
+    return [&field](const toml::value& v, const std::string& key) {
+      field = detail::read_string_list(v, key);
+    };
+  }
+  KeyReader path_of(std::string& field, bool may_be_empty) {
+    return [this, &field, may_be_empty](const toml::value& v, const std::string& key) {
+      field = path(v, key, may_be_empty);
+    };
+  }
+  void daemon(const toml::value& table) {
+    auto& d = s_.daemon;
+    read_table(table, "daemon",
+               {{"socket", path_of(d.socket_path, true)},
+                {"state_dir", path_of(d.state_dir, true)},
+                {"log_level",
+                 [&d](const toml::value& v, const std::string& key) {
+                   const auto level =
+                       detail::read_choice(v, key, {"trace", "debug", "info", "warn", "error"});
+                   d.log_level = level == "trace"   ? LogLevel::trace
+                                 : level == "debug" ? LogLevel::debug
+                                 : level == "info"  ? LogLevel::info
+                                 : level == "warn"  ? LogLevel::warn
+                                                    : LogLevel::error;
+                 }},
+                {"max_client_queue_bytes",
+                 integer_in(d.max_client_queue_bytes, kMinClientQueueBytes, 4096 * kMiB,
+                            "bytes; at least one 16 MiB protocol line")},
+                {"heartbeat_interval_ms",
+                 integer_in(d.heartbeat_interval_ms, 100, 600000, "milliseconds")},
+                {"runner_restart_backoff_ms",
+                 integer_in(d.runner_restart_backoff_ms, 10, 600000, "milliseconds")}});
+  }
+
   void sandbox(const toml::value& table) {
-    detail::require_table(table, "sandbox");
-    detail::refuse_unknown_keys(
-        table, "sandbox", {"mode", "worktree_roots", "read_paths", "hidden_paths", "tmp_size_mb"});
     auto& sb = s_.sandbox;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "sandbox." + entry.key;
-      note(key, v);
-      if (entry.key == "mode") {
-        sb.mode = detail::read_choice(v, key, {"on", "off"}) == "off" ? SandboxMode::off
-                                                                      : SandboxMode::on;
-      } else if (entry.key == "worktree_roots") {
-        sb.worktree_roots = path_list(v, key);
-      } else if (entry.key == "read_paths") {
-        sb.read_paths = path_list(v, key);
-      } else if (entry.key == "hidden_paths") {
-        sb.hidden_paths = path_list(v, key);
-      } else if (entry.key == "tmp_size_mb") {
-        sb.tmp_size_mb = detail::read_integer_in(v, key, 1, 65536, "MiB");
-      }
-    }
+    read_table(table, "sandbox",
+               {{"mode",
+                 [&sb](const toml::value& v, const std::string& key) {
+                   sb.mode = detail::read_choice(v, key, {"on", "off"}) == "off" ? SandboxMode::off
+                                                                                 : SandboxMode::on;
+                 }},
+                {"worktree_roots", path_list_of(sb.worktree_roots)},
+                {"read_paths", path_list_of(sb.read_paths)},
+                {"hidden_paths", path_list_of(sb.hidden_paths)},
+                {"tmp_size_mb", integer_in(sb.tmp_size_mb, 1, 65536, "MiB")}});
+  }
+
+  KeyReader path_list_of(std::vector<std::string>& field) {
+    return
+        [this, &field](const toml::value& v, const std::string& key) { field = path_list(v, key); };
   }
 
   void lanes(const toml::value& table) {
@@ -275,44 +338,37 @@ class SettingsReader {
              lane == lanes::daemon ? "lane daemon has no settings: its tools run inside looprd"
                                    : "unknown lane; lanes with settings are no-net, net and heavy");
       }
-      detail::require_table(lt, base);
-      detail::refuse_unknown_keys(lt, base,
-                                  {"slots", "network", "memory_mb", "pids_max", "cpu_weight",
-                                   "warm_workers", "warm_worker_idle_s", "address_space_mb"});
       auto& ls = s_.lanes[lane];
-      for (const auto& entry : detail::entries(lt)) {
-        const toml::value& v = *entry.value;
-        const std::string key = base + "." + entry.key;
-        note(key, v);
-        if (entry.key == "slots") {
-          ls.slots = detail::read_integer_in(v, key, 1, 256, "concurrent jobs");
-        } else if (entry.key == "network") {
-          ls.network = detail::read_bool(v, key);
-          if (lane == lanes::no_net && ls.network) {
-            fail(v, key,
-                 "lane no-net never has network access; give a tool that needs the network "
-                 "lane \"net\" in catalog.toml instead");
-          }
-        } else if (entry.key == "memory_mb") {
-          // 0: no memory limit at all.
-          ls.memory_mb = detail::read_integer(v, key) == 0
-                             ? 0
-                             : detail::read_integer_in(v, key, 16, 1024 * 1024, "MiB (0: none)");
-        } else if (entry.key == "address_space_mb") {
-          ls.address_space_mb = detail::read_integer(v, key) == 0
-                                    ? std::optional<std::int64_t>()
-                                    : detail::read_integer_in(v, key, 64, 1024 * 1024,
-                                                              "MiB of address space (0: none)");
-        } else if (entry.key == "pids_max") {
-          ls.pids_max = detail::read_integer_in(v, key, 8, 4194304, "processes");
-        } else if (entry.key == "cpu_weight") {
-          ls.cpu_weight = detail::read_integer_in(v, key, 1, 10000, "cgroup cpu.weight");
-        } else if (entry.key == "warm_workers") {
-          ls.warm_workers = detail::read_integer_in(v, key, 0, 256, "resident workers");
-        } else if (entry.key == "warm_worker_idle_s") {
-          ls.warm_worker_idle_s = detail::read_integer_in(v, key, 1, 86400, "seconds");
-        }
-      }
+      read_table(
+          lt, base,
+          {{"slots", integer_in(ls.slots, 1, 256, "concurrent jobs")},
+           {"network",
+            [&ls, lane](const toml::value& v, const std::string& key) {
+              ls.network = detail::read_bool(v, key);
+              if (lane == lanes::no_net && ls.network) {
+                fail(v, key,
+                     "lane no-net never has network access; give a tool that needs the network "
+                     "lane \"net\" in catalog.toml instead");
+              }
+            }},
+           {"memory_mb",
+            [&ls](const toml::value& v, const std::string& key) {
+              // 0: no memory limit at all.
+              ls.memory_mb =
+                  detail::read_integer(v, key) == 0
+                      ? 0
+                      : detail::read_integer_in(v, key, 16, 1024 * 1024, "MiB (0: none)");
+            }},
+           {"pids_max", integer_in(ls.pids_max, 8, 4194304, "processes")},
+           {"cpu_weight", integer_in(ls.cpu_weight, 1, 10000, "cgroup cpu.weight")},
+           {"warm_workers", integer_in(ls.warm_workers, 0, 256, "resident workers")},
+           {"warm_worker_idle_s", integer_in(ls.warm_worker_idle_s, 1, 86400, "seconds")},
+           {"address_space_mb", [&ls](const toml::value& v, const std::string& key) {
+              ls.address_space_mb = detail::read_integer(v, key) == 0
+                                        ? std::optional<std::int64_t>()
+                                        : detail::read_integer_in(v, key, 64, 1024 * 1024,
+                                                                  "MiB of address space (0: none)");
+            }}});
     }
   }
 
@@ -331,23 +387,19 @@ class SettingsReader {
   }
 
   void approval(const toml::value& table) {
-    detail::require_table(table, "approval");
-    detail::refuse_unknown_keys(table, "approval", {"default", "timeout_s", "tools", "lanes"});
     auto& a = s_.approval;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "approval." + entry.key;
-      note(key, v);
-      if (entry.key == "default") {
-        a.default_policy = parse_policy(detail::read_choice(v, key, {"auto", "ask", "deny"}));
-      } else if (entry.key == "timeout_s") {
-        a.timeout_s = detail::read_integer_in(v, key, 1, 86400, "seconds");
-      } else if (entry.key == "tools") {
-        policy_map(v, key, a.tools, false);
-      } else if (entry.key == "lanes") {
-        policy_map(v, key, a.lanes, true);
-      }
-    }
+    read_table(
+        table, "approval",
+        {{"default",
+          [&a](const toml::value& v, const std::string& key) {
+            a.default_policy = parse_policy(detail::read_choice(v, key, {"auto", "ask", "deny"}));
+          }},
+         {"timeout_s", integer_in(a.timeout_s, 1, 86400, "seconds")},
+         {"tools", [this, &a](const toml::value& v,
+                              const std::string& key) { policy_map(v, key, a.tools, false); }},
+         {"lanes", [this, &a](const toml::value& v, const std::string& key) {
+            policy_map(v, key, a.lanes, true);
+          }}});
   }
 
   // A list of CIDR ranges or addresses; each must parse.
@@ -360,46 +412,35 @@ class SettingsReader {
     }
     return ranges;
   }
+  static KeyReader networks(std::vector<std::string>& field) {
+    return [&field](const toml::value& v, const std::string& key) { field = network_list(v, key); };
+  }
 
   void web_fetch(const toml::value& table) {
-    detail::require_table(table, "web_fetch");
-    detail::refuse_unknown_keys(table, "web_fetch", {"allowed_networks"});
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "web_fetch." + entry.key;
-      note(key, v);
-      s_.web_fetch.allowed_networks = network_list(v, key);
-    }
+    read_table(table, "web_fetch", {{"allowed_networks", networks(s_.web_fetch.allowed_networks)}});
   }
 
   void web_search(const toml::value& table) {
-    detail::require_table(table, "web_search");
     WebSearchSettings& w = s_.web_search;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "web_search." + entry.key;
-      if (w.providers.contains(entry.key)) {
-        search_provider(v, key, w.providers[entry.key], entry.key == "google");
-        continue;
-      }
-      note(key, v);
-      if (entry.key == "provider") {
-        w.provider = detail::read_choice(v, key, {"brave", "google", "serper", "searxng", ""});
-      } else if (entry.key == "allowed_networks") {
-        w.allowed_networks = network_list(v, key);
-      } else if (entry.key == "max_retries") {
-        w.max_retries = detail::read_integer_in(v, key, 0, 10, "retries");
-      } else if (entry.key == "retry_base_delay_ms") {
-        w.retry_base_delay_ms = detail::read_integer_in(v, key, 1, 60'000, "milliseconds");
-      } else if (entry.key == "retry_max_delay_ms") {
-        w.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 60'000, "milliseconds");
-      } else {
-        fail(v, key,
-             "unknown key; [web_search] has provider, allowed_networks, max_retries, "
-             "retry_base_delay_ms, retry_max_delay_ms and the tables [web_search.brave], "
-             "[web_search.google], [web_search.serper], [web_search.searxng]");
-      }
+    std::vector<TableKey> keys = {
+        {"provider",
+         [&w](const toml::value& v, const std::string& key) {
+           w.provider = detail::read_choice(v, key, {"brave", "google", "serper", "searxng", ""});
+         }},
+        {"allowed_networks", networks(w.allowed_networks)},
+        {"max_retries", integer_in(w.max_retries, 0, 10, "retries")},
+        {"retry_base_delay_ms", integer_in(w.retry_base_delay_ms, 1, 60'000, "milliseconds")},
+        {"retry_max_delay_ms", integer_in(w.retry_max_delay_ms, 1, 60'000, "milliseconds")}};
+    for (auto& [kind, provider] : w.providers) {
+      keys.push_back({kind, [this, &provider, google = kind == "google"](const toml::value& v,
+                                                                         const std::string& key) {
+                        search_provider(v, key, provider, google);
+                      }});
     }
+    read_table(table, "web_search", keys,
+               "unknown key; [web_search] has provider, allowed_networks, max_retries, "
+               "retry_base_delay_ms, retry_max_delay_ms and the tables [web_search.brave], "
+               "[web_search.google], [web_search.serper], [web_search.searxng]");
   }
 
   // [web_search.KIND]; only google has cx, and searxng needs no key.
@@ -407,26 +448,11 @@ class SettingsReader {
                        bool google) {
     detail::require_table(table, base);
     refuse_keys_in_file(table, base);
-    if (google) {
-      detail::refuse_unknown_keys(table, base, {"base_url", "api_key_env", "key_file", "cx"});
-    } else {
-      detail::refuse_unknown_keys(table, base, {"base_url", "api_key_env", "key_file"});
-    }
-    note(base, table);
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = base + "." + entry.key;
-      note(key, v);
-      if (entry.key == "base_url") {
-        p.base_url = http_url(v, key);
-      } else if (entry.key == "api_key_env") {
-        p.api_key_env = env_name(v, key);
-      } else if (entry.key == "key_file") {
-        p.key_file = path(v, key, true);
-      } else if (entry.key == "cx") {
-        p.cx = detail::read_string(v, key);
-      }
-    }
+    std::vector<TableKey> keys = {{"base_url", url(p.base_url)},
+                                  {"api_key_env", env_variable(p.api_key_env)},
+                                  {"key_file", path_of(p.key_file, true)}};
+    if (google) keys.push_back({"cx", text(p.cx)});
+    read_table(table, base, keys);
   }
 
   // A key written into the file itself is refused, saying where keys go.
@@ -447,6 +473,9 @@ class SettingsReader {
     }
     return url;
   }
+  static KeyReader url(std::string& field) {
+    return [&field](const toml::value& v, const std::string& key) { field = http_url(v, key); };
+  }
 
   static std::string env_name(const toml::value& v, const std::string& key) {
     std::string name = detail::read_string(v, key);
@@ -457,101 +486,84 @@ class SettingsReader {
     }
     return name;
   }
+  static KeyReader env_variable(std::string& field) {
+    return [&field](const toml::value& v, const std::string& key) { field = env_name(v, key); };
+  }
 
   void egress(const toml::value& table) {
-    detail::require_table(table, "egress");
-    detail::refuse_unknown_keys(table, "egress", {"allowed_networks", "port", "lanes"});
     auto& e = s_.egress;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "egress." + entry.key;
-      note(key, v);
-      if (entry.key == "allowed_networks") {
-        e.allowed_networks = network_list(v, key);
-      } else if (entry.key == "port") {
-        e.port = detail::read_integer_in(v, key, 1, 65535, "TCP port inside each lane");
-      } else if (entry.key == "lanes") {
-        detail::require_table(v, key);
-        for (const auto& lane_entry : detail::entries(v)) {
-          const std::string base = key + "." + lane_entry.key;
-          const toml::value& lt = *lane_entry.value;
-          if (lane_entry.key != lanes::net && lane_entry.key != lanes::heavy) {
-            fail(lt, base, "only the lanes with network have egress rules: net and heavy");
-          }
-          detail::require_table(lt, base);
-          detail::refuse_unknown_keys(lt, base, {"allow_domains", "deny_domains"});
-          auto& rules = e.lanes[lane_entry.key];
-          for (const auto& list : detail::entries(lt)) {
-            const std::string list_key = base + "." + list.key;
-            note(list_key, *list.value);
-            std::vector<std::string> names = detail::read_string_list(*list.value, list_key);
-            if (auto parsed = DomainList::parse(names, list_key); !parsed) {
-              fail(*list.value, list_key, parsed.error().message + "; " + parsed.error().hint);
-            }
-            (list.key == "allow_domains" ? rules.allow_domains : rules.deny_domains) =
-                std::move(names);
-          }
-        }
+    read_table(table, "egress",
+               {{"allowed_networks", networks(e.allowed_networks)},
+                {"port", integer_in(e.port, 1, 65535, "TCP port inside each lane")},
+                {"lanes", [this, &e](const toml::value& v, const std::string& key) {
+                   egress_lanes(v, key, e);
+                 }}});
+  }
+
+  // [egress.lanes.LANE]: the lanes with network, each with its domain lists.
+  void egress_lanes(const toml::value& table, const std::string& base, EgressSettings& e) {
+    detail::require_table(table, base);
+    for (const auto& lane_entry : detail::entries(table)) {
+      const std::string lane_key = base + "." + lane_entry.key;
+      if (lane_entry.key != lanes::net && lane_entry.key != lanes::heavy) {
+        fail(*lane_entry.value, lane_key,
+             "only the lanes with network have egress rules: net and heavy");
       }
+      auto& rules = e.lanes[lane_entry.key];
+      read_table(*lane_entry.value, lane_key,
+                 {{"allow_domains", domains(rules.allow_domains)},
+                  {"deny_domains", domains(rules.deny_domains)}});
     }
+  }
+  static KeyReader domains(std::vector<std::string>& field) {
+    return [&field](const toml::value& v, const std::string& key) {
+      std::vector<std::string> names = detail::read_string_list(v, key);
+      if (auto parsed = DomainList::parse(names, key); !parsed) {
+        fail(v, key, parsed.error().message + "; " + parsed.error().hint);
+      }
+      field = std::move(names);
+    };
   }
 
   void commands(const toml::value& table) {
-    detail::require_table(table, "commands");
-    detail::refuse_unknown_keys(table, "commands",
-                                {"build", "test", "validate", "lint", "lint_files"});
-    for (const auto& entry : detail::entries(table)) {
-      const std::string key = "commands." + entry.key;
-      note(key, *entry.value);
-      if (entry.key == "lint_files") {
-        s_.commands.lint_files = detail::read_string_list(*entry.value, key);
-        continue;
-      }
-      const std::string command = detail::read_string(*entry.value, key);
-      if (entry.key == "build") s_.commands.build = command;
-      if (entry.key == "test") s_.commands.test = command;
-      if (entry.key == "validate") s_.commands.validate = command;
-      if (entry.key == "lint") s_.commands.lint = command;
-    }
+    auto& c = s_.commands;
+    read_table(table, "commands",
+               {{"build", text(c.build)},
+                {"test", text(c.test)},
+                {"validate", text(c.validate)},
+                {"lint", text(c.lint)},
+                {"lint_files", text_list(c.lint_files)}});
   }
 
   void context(const toml::value& table) {
-    detail::require_table(table, "context");
-    detail::refuse_unknown_keys(
-        table, "context",
-        {"handoff_percent", "tool_result_max_bytes", "tool_result_max_bytes_by_tool",
-         "instructions_files", "instructions_max_bytes", "tree_max_bytes"});
     auto& c = s_.context;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "context." + entry.key;
-      note(key, v);
-      if (entry.key == "handoff_percent") {
-        c.handoff_percent = detail::read_integer_in(v, key, 10, 95, "percent of the window");
-      } else if (entry.key == "tool_result_max_bytes") {
-        c.tool_result_max_bytes = detail::read_integer_in(v, key, 1024, 16 * kMiB, "bytes");
-      } else if (entry.key == "tool_result_max_bytes_by_tool") {
-        detail::require_table(v, key);
-        for (const auto& tool : detail::entries(v)) {
-          const std::string tool_key = key + "." + tool.key;
-          note(tool_key, *tool.value);
-          c.tool_result_max_bytes_by_tool[tool.key] =
-              detail::read_integer_in(*tool.value, tool_key, 1024, 16 * kMiB, "bytes");
-        }
-      } else if (entry.key == "instructions_files") {
-        c.instructions_files = detail::read_string_list(v, key);
-        for (const std::string& file : c.instructions_files) {
-          if (file.empty() || file.front() == '/' || file.find("..") != std::string::npos) {
-            fail(v, key,
-                 "names files relative to the repository's top, without '..' (got '" + file + "')");
-          }
-        }
-      } else if (entry.key == "instructions_max_bytes") {
-        c.instructions_max_bytes = detail::read_integer_in(v, key, 0, 1 * kMiB, "bytes");
-      } else if (entry.key == "tree_max_bytes") {
-        c.tree_max_bytes = detail::read_integer_in(v, key, 0, 1 * kMiB, "bytes");
-      }
-    }
+    read_table(
+        table, "context",
+        {{"handoff_percent", integer_in(c.handoff_percent, 10, 95, "percent of the window")},
+         {"tool_result_max_bytes", integer_in(c.tool_result_max_bytes, 1024, 16 * kMiB, "bytes")},
+         {"tool_result_max_bytes_by_tool",
+          [this, &c](const toml::value& v, const std::string& key) {
+            detail::require_table(v, key);
+            for (const auto& tool : detail::entries(v)) {
+              const std::string tool_key = key + "." + tool.key;
+              note(tool_key, *tool.value);
+              c.tool_result_max_bytes_by_tool[tool.key] =
+                  detail::read_integer_in(*tool.value, tool_key, 1024, 16 * kMiB, "bytes");
+            }
+          }},
+         {"instructions_files",
+          [&c](const toml::value& v, const std::string& key) {
+            c.instructions_files = detail::read_string_list(v, key);
+            for (const std::string& file : c.instructions_files) {
+              if (file.empty() || file.front() == '/' || file.find("..") != std::string::npos) {
+                fail(v, key,
+                     "names files relative to the repository's top, without '..' (got '" + file +
+                         "')");
+              }
+            }
+          }},
+         {"instructions_max_bytes", integer_in(c.instructions_max_bytes, 0, 1 * kMiB, "bytes")},
+         {"tree_max_bytes", integer_in(c.tree_max_bytes, 0, 1 * kMiB, "bytes")}});
   }
 
   void loops(const toml::value& table) {
@@ -563,34 +575,30 @@ class SettingsReader {
           std::end(kLoopTypes)) {
         fail(lt, base, "unknown loop type; loop types are plan, spec, phase, code");
       }
-      detail::require_table(lt, base);
-      detail::refuse_unknown_keys(
-          lt, base, {"tools", "prompt_template", "validation_command", "max_iterations"});
       auto& loop = s_.loops[loop_entry.key];
-      for (const auto& entry : detail::entries(lt)) {
-        const toml::value& v = *entry.value;
-        const std::string key = base + "." + entry.key;
-        note(key, v);
-        if (entry.key == "tools") {
-          loop.tools = detail::read_string_list(v, key);
-          std::set<std::string> seen;
-          for (std::size_t i = 0; i < loop.tools.size(); ++i) {
-            if (!seen.insert(loop.tools[i]).second) {
-              fail(v.as_array()[i], key + "[" + std::to_string(i) + "]",
-                   "names tool '" + loop.tools[i] + "' twice");
-            }
-          }
-        } else if (entry.key == "prompt_template") {
-          const std::string text = detail::read_string(v, key);
-          if (text.empty()) fail(v, key, "must name a built-in template or a template file");
-          loop.prompt_template =
-              text.find('/') == std::string::npos && text != "~" ? text : path(v, key, false);
-        } else if (entry.key == "validation_command") {
-          loop.validation_command = detail::read_string(v, key);
-        } else if (entry.key == "max_iterations") {
-          loop.max_iterations = detail::read_integer_in(v, key, 1, 10000, "iterations");
-        }
-      }
+      read_table(lt, base,
+                 {{"tools",
+                   [&loop](const toml::value& v, const std::string& key) {
+                     loop.tools = detail::read_string_list(v, key);
+                     std::set<std::string> seen;
+                     for (std::size_t i = 0; i < loop.tools.size(); ++i) {
+                       if (!seen.insert(loop.tools[i]).second) {
+                         fail(v.as_array()[i], key + "[" + std::to_string(i) + "]",
+                              "names tool '" + loop.tools[i] + "' twice");
+                       }
+                     }
+                   }},
+                  {"prompt_template",
+                   [this, &loop](const toml::value& v, const std::string& key) {
+                     const std::string name = detail::read_string(v, key);
+                     if (name.empty())
+                       fail(v, key, "must name a built-in template or a template file");
+                     loop.prompt_template = name.find('/') == std::string::npos && name != "~"
+                                                ? name
+                                                : path(v, key, false);
+                   }},
+                  {"validation_command", text(loop.validation_command)},
+                  {"max_iterations", integer_in(loop.max_iterations, 1, 10000, "iterations")}});
     }
   }
 
@@ -603,16 +611,45 @@ class SettingsReader {
       if (!is_name(name)) fail(pt, base, "a provider name may use only letters, digits, _ and -");
       detail::require_table(pt, base);
       refuse_keys_in_file(pt, base);
-      detail::refuse_unknown_keys(
-          pt, base,
-          {"kind", "base_url", "model", "api_key_env", "key_file", "max_retries", "script",
-           "stream", "context_window", "max_tokens", "prompt_caching", "connect_timeout_ms",
-           "first_byte_timeout_ms", "idle_timeout_ms", "retry_base_delay_ms", "retry_max_delay_ms",
-           "max_in_flight", "max_tokens_field", "reasoning_effort"});
-      note(base, pt);
-      auto existing = s_.providers.find(name);
       ProviderSettings p;
-      if (existing != s_.providers.end()) {
+      const std::vector<TableKey> keys = {
+          {"kind",
+           [&p](const toml::value& v, const std::string& key) {
+             p.kind = parse_provider_kind(
+                 detail::read_choice(v, key, {"anthropic", "openai", "scripted"}));
+           }},
+          {"base_url", url(p.base_url)},
+          {"model", text(p.model)},
+          {"api_key_env", env_variable(p.api_key_env)},
+          {"key_file", path_of(p.key_file, true)},
+          {"max_retries", integer_in(p.max_retries, 0, 20, "retries")},
+          {"script", path_of(p.script, true)},
+          {"stream", flag(p.stream)},
+          {"context_window", integer_in(p.context_window, 0, 100'000'000, "tokens")},
+          {"max_tokens", integer_in(p.max_tokens, 1, 10'000'000, "tokens")},
+          {"prompt_caching", flag(p.prompt_caching)},
+          {"connect_timeout_ms", integer_in(p.connect_timeout_ms, 100, 600'000, "milliseconds")},
+          {"first_byte_timeout_ms",
+           integer_in(p.first_byte_timeout_ms, 100, 3'600'000, "milliseconds")},
+          {"idle_timeout_ms", integer_in(p.idle_timeout_ms, 100, 3'600'000, "milliseconds")},
+          {"retry_base_delay_ms", integer_in(p.retry_base_delay_ms, 1, 600'000, "milliseconds")},
+          {"retry_max_delay_ms", integer_in(p.retry_max_delay_ms, 1, 3'600'000, "milliseconds")},
+          {"max_in_flight", integer_in(p.max_in_flight, 0, 10'000, "model calls; 0: no limit")},
+          {"max_tokens_field",
+           [&p](const toml::value& v, const std::string& key) {
+             p.max_tokens_field =
+                 detail::read_choice(v, key, {"max_tokens", "max_completion_tokens"});
+           }},
+          {"reasoning_effort", [&p](const toml::value& v, const std::string& key) {
+             p.reasoning_effort = detail::read_string(v, key);
+             if (!p.reasoning_effort.empty()) {
+               p.reasoning_effort =
+                   detail::read_choice(v, key, {"minimal", "low", "medium", "high"});
+             }
+           }}};
+      refuse_unlisted_keys(pt, base, keys);
+      note(base, pt);
+      if (auto existing = s_.providers.find(name); existing != s_.providers.end()) {
         p = existing->second;
       } else {
         if (!pt.contains("kind")) {
@@ -621,70 +658,17 @@ class SettingsReader {
         p = provider_defaults(parse_provider_kind(detail::read_choice(
             pt.at("kind"), base + ".kind", {"anthropic", "openai", "scripted"})));
       }
-      for (const auto& entry : detail::entries(pt)) {
-        const toml::value& v = *entry.value;
-        const std::string key = base + "." + entry.key;
-        note(key, v);
-        if (entry.key == "kind") {
-          p.kind =
-              parse_provider_kind(detail::read_choice(v, key, {"anthropic", "openai", "scripted"}));
-        } else if (entry.key == "base_url") {
-          p.base_url = http_url(v, key);
-        } else if (entry.key == "model") {
-          p.model = detail::read_string(v, key);
-        } else if (entry.key == "api_key_env") {
-          p.api_key_env = env_name(v, key);
-        } else if (entry.key == "key_file") {
-          p.key_file = path(v, key, true);
-        } else if (entry.key == "max_retries") {
-          p.max_retries = detail::read_integer_in(v, key, 0, 20, "retries");
-        } else if (entry.key == "script") {
-          p.script = path(v, key, true);
-        } else if (entry.key == "stream") {
-          p.stream = detail::read_bool(v, key);
-        } else if (entry.key == "context_window") {
-          p.context_window = detail::read_integer_in(v, key, 0, 100'000'000, "tokens");
-        } else if (entry.key == "max_tokens") {
-          p.max_tokens = detail::read_integer_in(v, key, 1, 10'000'000, "tokens");
-        } else if (entry.key == "prompt_caching") {
-          p.prompt_caching = detail::read_bool(v, key);
-        } else if (entry.key == "connect_timeout_ms") {
-          p.connect_timeout_ms = detail::read_integer_in(v, key, 100, 600'000, "milliseconds");
-        } else if (entry.key == "first_byte_timeout_ms") {
-          p.first_byte_timeout_ms = detail::read_integer_in(v, key, 100, 3'600'000, "milliseconds");
-        } else if (entry.key == "idle_timeout_ms") {
-          p.idle_timeout_ms = detail::read_integer_in(v, key, 100, 3'600'000, "milliseconds");
-        } else if (entry.key == "retry_base_delay_ms") {
-          p.retry_base_delay_ms = detail::read_integer_in(v, key, 1, 600'000, "milliseconds");
-        } else if (entry.key == "retry_max_delay_ms") {
-          p.retry_max_delay_ms = detail::read_integer_in(v, key, 1, 3'600'000, "milliseconds");
-        } else if (entry.key == "max_in_flight") {
-          p.max_in_flight = detail::read_integer_in(v, key, 0, 10'000, "model calls; 0: no limit");
-        } else if (entry.key == "max_tokens_field") {
-          p.max_tokens_field = detail::read_choice(v, key, {"max_tokens", "max_completion_tokens"});
-        } else if (entry.key == "reasoning_effort") {
-          p.reasoning_effort = detail::read_string(v, key);
-          if (!p.reasoning_effort.empty()) {
-            p.reasoning_effort = detail::read_choice(v, key, {"minimal", "low", "medium", "high"});
-          }
-        }
-      }
+      read_listed_keys(pt, base, keys);
       s_.providers[name] = std::move(p);
     }
   }
 
   void llm(const toml::value& table) {
-    detail::require_table(table, "llm");
-    detail::refuse_unknown_keys(table, "llm", {"provider"});
-    if (table.contains("provider")) {
-      const toml::value& v = table.at("provider");
-      note("llm.provider", v);
-      s_.llm.provider = detail::read_string(v, "llm.provider");
-    }
+    read_table(table, "llm", {{"provider", text(s_.llm.provider)}});
   }
 
   // A non-negative number of USD (a TOML integer or float).
-  double usd(const toml::value& v, const std::string& key) {
+  static double usd(const toml::value& v, const std::string& key) {
     double value = 0;
     if (v.is_integer()) {
       value = static_cast<double>(v.as_integer());
@@ -696,183 +680,112 @@ class SettingsReader {
     if (!(value >= 0) || value > 1e9) fail(v, key, "must be between 0 and 1e9 US dollars");
     return value;
   }
+  // `Field`: a double, or an optional one (a budget's limit).
+  template <typename Field>
+  static KeyReader dollars(Field& field) {
+    return [&field](const toml::value& v, const std::string& key) { field = usd(v, key); };
+  }
 
   void prices(const toml::value& table) {
     detail::require_table(table, "prices");
     for (const auto& model_entry : detail::entries(table)) {
-      const std::string base = "prices.\"" + model_entry.key + "\"";
-      const toml::value& mt = *model_entry.value;
-      detail::require_table(mt, base);
-      detail::refuse_unknown_keys(mt, base,
-                                  {"input_usd_per_mtok", "output_usd_per_mtok",
-                                   "cache_read_usd_per_mtok", "cache_write_usd_per_mtok"});
       ModelPrice& price = s_.prices[model_entry.key];
-      for (const auto& entry : detail::entries(mt)) {
-        const std::string key = base + "." + entry.key;
-        note(key, *entry.value);
-        const double value = usd(*entry.value, key);
-        if (entry.key == "input_usd_per_mtok") price.input = value;
-        if (entry.key == "output_usd_per_mtok") price.output = value;
-        if (entry.key == "cache_read_usd_per_mtok") price.cache_read = value;
-        if (entry.key == "cache_write_usd_per_mtok") price.cache_write = value;
-      }
+      read_table(*model_entry.value, "prices.\"" + model_entry.key + "\"",
+                 {{"input_usd_per_mtok", dollars(price.input)},
+                  {"output_usd_per_mtok", dollars(price.output)},
+                  {"cache_read_usd_per_mtok", dollars(price.cache_read)},
+                  {"cache_write_usd_per_mtok", dollars(price.cache_write)}});
     }
   }
 
   void budget_limits(const toml::value& table, const std::string& base, BudgetLimits& limits) {
-    detail::require_table(table, base);
-    detail::refuse_unknown_keys(
+    constexpr std::int64_t kMax = 1'000'000'000'000;
+    read_table(
         table, base,
-        {"turns_per_iteration", "tool_calls", "wall_clock_s", "input_tokens", "output_tokens",
-         "cache_read_tokens", "cache_write_tokens", "usd"});
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = base + "." + entry.key;
-      note(key, v);
-      constexpr std::int64_t kMax = 1'000'000'000'000;
-      if (entry.key == "usd") {
-        limits.usd = usd(v, key);
-      } else if (entry.key == "turns_per_iteration") {
-        limits.turns_per_iteration = detail::read_integer_in(v, key, 1, 100000, "model turns");
-      } else if (entry.key == "tool_calls") {
-        limits.tool_calls = detail::read_integer_in(v, key, 1, kMax, "tool calls");
-      } else if (entry.key == "wall_clock_s") {
-        limits.wall_clock_s = detail::read_integer_in(v, key, 1, kMax, "seconds");
-      } else {
-        const std::int64_t tokens = detail::read_integer_in(v, key, 1, kMax, "tokens");
-        if (entry.key == "input_tokens") limits.input_tokens = tokens;
-        if (entry.key == "output_tokens") limits.output_tokens = tokens;
-        if (entry.key == "cache_read_tokens") limits.cache_read_tokens = tokens;
-        if (entry.key == "cache_write_tokens") limits.cache_write_tokens = tokens;
-      }
-    }
+        {{"turns_per_iteration", integer_in(limits.turns_per_iteration, 1, 100000, "model turns")},
+         {"tool_calls", integer_in(limits.tool_calls, 1, kMax, "tool calls")},
+         {"wall_clock_s", integer_in(limits.wall_clock_s, 1, kMax, "seconds")},
+         {"input_tokens", integer_in(limits.input_tokens, 1, kMax, "tokens")},
+         {"output_tokens", integer_in(limits.output_tokens, 1, kMax, "tokens")},
+         {"cache_read_tokens", integer_in(limits.cache_read_tokens, 1, kMax, "tokens")},
+         {"cache_write_tokens", integer_in(limits.cache_write_tokens, 1, kMax, "tokens")},
+         {"usd", dollars(limits.usd)}});
   }
-
   void budgets(const toml::value& table) {
-    detail::require_table(table, "budgets");
-    detail::refuse_unknown_keys(table, "budgets", {"loop", "global", "plan"});
-    for (const auto& entry : detail::entries(table)) {
-      budget_limits(*entry.value, "budgets." + entry.key,
-                    entry.key == "loop"     ? s_.budgets.loop
-                    : entry.key == "global" ? s_.budgets.global
-                                            : s_.budgets.plan);
-    }
+    auto& b = s_.budgets;
+    const auto limits_of = [this](BudgetLimits& limits) -> KeyReader {
+      return [this, &limits](const toml::value& v, const std::string& key) {
+        budget_limits(v, key, limits);
+      };
+    };
+    read_table(table, "budgets",
+               {{"loop", limits_of(b.loop)},
+                {"global", limits_of(b.global)},
+                {"plan", limits_of(b.plan)}});
   }
 
   void loop_health(const toml::value& table) {
-    detail::require_table(table, "loop_health");
-    detail::refuse_unknown_keys(
+    auto& h = s_.loop_health;
+    read_table(
         table, "loop_health",
-        {"repeated_call_limit", "unchanged_iteration_limit", "malformed_call_limit"});
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "loop_health." + entry.key;
-      note(key, v);
-      const std::int64_t value = detail::read_integer_in(v, key, 1, 1000, "times");
-      if (entry.key == "repeated_call_limit") s_.loop_health.repeated_call_limit = value;
-      if (entry.key == "unchanged_iteration_limit")
-        s_.loop_health.unchanged_iteration_limit = value;
-      if (entry.key == "malformed_call_limit") s_.loop_health.malformed_call_limit = value;
-    }
+        {{"repeated_call_limit", integer_in(h.repeated_call_limit, 1, 1000, "times")},
+         {"unchanged_iteration_limit", integer_in(h.unchanged_iteration_limit, 1, 1000, "times")},
+         {"malformed_call_limit", integer_in(h.malformed_call_limit, 1, 1000, "times")}});
   }
 
   void worktrees(const toml::value& table) {
-    detail::require_table(table, "worktrees");
-    detail::refuse_unknown_keys(table, "worktrees",
-                                {"folder", "keep_finished_s", "include", "setup", "copy_limit_mb"});
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "worktrees." + entry.key;
-      note(key, v);
-      if (entry.key == "folder") {
-        s_.worktrees.folder = path(v, key, true);
-      } else if (entry.key == "keep_finished_s") {
-        s_.worktrees.keep_finished_s =
-            detail::read_integer_in(v, key, -1, 10 * 365 * 86400, "seconds; -1: never");
-      } else if (entry.key == "include") {
-        // Files of the checkout: relative, within it (loops/git/worktree_prep.hpp).
-        s_.worktrees.prep.include = detail::read_string_list(v, key);
-        for (std::size_t i = 0; i < s_.worktrees.prep.include.size(); ++i) {
-          detail::check_include_pattern(v.as_array()[i], key + "[" + std::to_string(i) + "]",
-                                        s_.worktrees.prep.include[i]);
-        }
-      } else if (entry.key == "setup") {
-        s_.worktrees.prep.setup = detail::read_string(v, key);
-      } else if (entry.key == "copy_limit_mb") {
-        s_.worktrees.copy_limit_mb = detail::read_integer_in(v, key, 1, 1024 * 1024, "MiB");
-      }
-    }
+    auto& w = s_.worktrees;
+    read_table(table, "worktrees",
+               {{"folder", path_of(w.folder, true)},
+                {"keep_finished_s",
+                 integer_in(w.keep_finished_s, -1, 10 * 365 * 86400, "seconds; -1: never")},
+                {"include",
+                 [&w](const toml::value& v, const std::string& key) {
+                   // Files of the checkout: relative, within it (loops/git/worktree_prep.hpp).
+                   w.prep.include = detail::read_string_list(v, key);
+                   for (std::size_t i = 0; i < w.prep.include.size(); ++i) {
+                     detail::check_include_pattern(
+                         v.as_array()[i], key + "[" + std::to_string(i) + "]", w.prep.include[i]);
+                   }
+                 }},
+                {"setup", text(w.prep.setup)},
+                {"copy_limit_mb", integer_in(w.copy_limit_mb, 1, 1024 * 1024, "MiB")}});
   }
 
   void scheduler(const toml::value& table) {
-    detail::require_table(table, "scheduler");
-    detail::refuse_unknown_keys(table, "scheduler",
-                                {"max_running", "max_running_plan", "max_running_spec",
-                                 "max_running_phase", "max_running_code"});
     auto& sc = s_.scheduler;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "scheduler." + entry.key;
-      note(key, v);
-      const std::int64_t value = detail::read_integer_in(v, key, 0, 10'000, "loops; 0: no limit");
-      if (entry.key == "max_running") sc.max_running = value;
-      if (entry.key == "max_running_plan") sc.max_running_plan = value;
-      if (entry.key == "max_running_spec") sc.max_running_spec = value;
-      if (entry.key == "max_running_phase") sc.max_running_phase = value;
-      if (entry.key == "max_running_code") sc.max_running_code = value;
-    }
+    const std::string unit = "loops; 0: no limit";
+    read_table(table, "scheduler",
+               {{"max_running", integer_in(sc.max_running, 0, 10'000, unit)},
+                {"max_running_plan", integer_in(sc.max_running_plan, 0, 10'000, unit)},
+                {"max_running_spec", integer_in(sc.max_running_spec, 0, 10'000, unit)},
+                {"max_running_phase", integer_in(sc.max_running_phase, 0, 10'000, unit)},
+                {"max_running_code", integer_in(sc.max_running_code, 0, 10'000, unit)}});
   }
 
   void merges(const toml::value& table) {
-    detail::require_table(table, "merges");
-    detail::refuse_unknown_keys(table, "merges", {"resolve_max_iterations"});
-    if (table.contains("resolve_max_iterations")) {
-      const toml::value& v = table.at("resolve_max_iterations");
-      note("merges.resolve_max_iterations", v);
-      s_.merges.resolve_max_iterations =
-          detail::read_integer_in(v, "merges.resolve_max_iterations", 1, 100, "iterations");
-    }
+    read_table(table, "merges",
+               {{"resolve_max_iterations",
+                 integer_in(s_.merges.resolve_max_iterations, 1, 100, "iterations")}});
   }
 
   void memory(const toml::value& table) {
-    detail::require_table(table, "memory");
-    detail::refuse_unknown_keys(table, "memory", {"max_note_bytes", "max_notes"});
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "memory." + entry.key;
-      note(key, v);
-      if (entry.key == "max_note_bytes") {
-        s_.memory.max_note_bytes = detail::read_integer_in(v, key, 64, 1024 * 1024, "bytes");
-      } else if (entry.key == "max_notes") {
-        s_.memory.max_notes = detail::read_integer_in(v, key, 1, 1'000'000, "notes");
-      }
-    }
+    auto& m = s_.memory;
+    read_table(table, "memory",
+               {{"max_note_bytes", integer_in(m.max_note_bytes, 64, 1024 * 1024, "bytes")},
+                {"max_notes", integer_in(m.max_notes, 1, 1'000'000, "notes")}});
   }
 
   void oracle(const toml::value& table) {
-    detail::require_table(table, "oracle");
-    detail::refuse_unknown_keys(
-        table, "oracle",
-        {"provider", "model", "max_tokens", "max_files", "max_file_bytes", "max_total_bytes"});
     auto& o = s_.oracle;
-    for (const auto& entry : detail::entries(table)) {
-      const toml::value& v = *entry.value;
-      const std::string key = "oracle." + entry.key;
-      note(key, v);
-      if (entry.key == "provider") {
-        o.provider = detail::read_string(v, key);
-      } else if (entry.key == "model") {
-        o.model = detail::read_string(v, key);
-      } else if (entry.key == "max_tokens") {
-        o.max_tokens = detail::read_integer_in(v, key, 1, 1'000'000, "tokens");
-      } else if (entry.key == "max_files") {
-        o.max_files = detail::read_integer_in(v, key, 0, 100, "files");
-      } else if (entry.key == "max_file_bytes") {
-        o.max_file_bytes = detail::read_integer_in(v, key, 1024, 16 * 1024 * 1024, "bytes");
-      } else if (entry.key == "max_total_bytes") {
-        o.max_total_bytes = detail::read_integer_in(v, key, 1024, 64 * 1024 * 1024, "bytes");
-      }
-    }
+    read_table(
+        table, "oracle",
+        {{"provider", text(o.provider)},
+         {"model", text(o.model)},
+         {"max_tokens", integer_in(o.max_tokens, 1, 1'000'000, "tokens")},
+         {"max_files", integer_in(o.max_files, 0, 100, "files")},
+         {"max_file_bytes", integer_in(o.max_file_bytes, 1024, 16 * 1024 * 1024, "bytes")},
+         {"max_total_bytes", integer_in(o.max_total_bytes, 1024, 64 * 1024 * 1024, "bytes")}});
   }
 
   Settings& s_;

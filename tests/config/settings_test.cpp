@@ -321,6 +321,56 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
   }
 }
 
+// Every table's keys come from one list (config/settings.cpp's read_table):
+// a misspelt key names the table's known keys, all of them, in this order.
+TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
+  const std::vector<std::pair<std::string, std::string>> tables = {
+      {"daemon",
+       "socket, state_dir, log_level, max_client_queue_bytes, heartbeat_interval_ms, "
+       "runner_restart_backoff_ms"},
+      {"sandbox", "mode, worktree_roots, read_paths, hidden_paths, tmp_size_mb"},
+      {"lanes.heavy",
+       "slots, network, memory_mb, pids_max, cpu_weight, warm_workers, warm_worker_idle_s, "
+       "address_space_mb"},
+      {"approval", "default, timeout_s, tools, lanes"},
+      {"web_fetch", "allowed_networks"},
+      {"web_search.google", "base_url, api_key_env, key_file, cx"},
+      {"web_search.serper", "base_url, api_key_env, key_file"},
+      {"egress", "allowed_networks, port, lanes"},
+      {"egress.lanes.heavy", "allow_domains, deny_domains"},
+      {"commands", "build, test, validate, lint, lint_files"},
+      {"context",
+       "handoff_percent, tool_result_max_bytes, tool_result_max_bytes_by_tool, "
+       "instructions_files, instructions_max_bytes, tree_max_bytes"},
+      {"loops.spec", "tools, prompt_template, validation_command, max_iterations"},
+      {"providers.openai",
+       "kind, base_url, model, api_key_env, key_file, max_retries, script, stream, "
+       "context_window, max_tokens, prompt_caching, connect_timeout_ms, first_byte_timeout_ms, "
+       "idle_timeout_ms, retry_base_delay_ms, retry_max_delay_ms, max_in_flight, "
+       "max_tokens_field, reasoning_effort"},
+      {"llm", "provider"},
+      {"prices.\"m\"",
+       "input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, "
+       "cache_write_usd_per_mtok"},
+      {"budgets", "loop, global, plan"},
+      {"budgets.global",
+       "turns_per_iteration, tool_calls, wall_clock_s, input_tokens, output_tokens, "
+       "cache_read_tokens, cache_write_tokens, usd"},
+      {"loop_health", "repeated_call_limit, unchanged_iteration_limit, malformed_call_limit"},
+      {"worktrees", "folder, keep_finished_s, include, setup, copy_limit_mb"},
+      {"scheduler",
+       "max_running, max_running_plan, max_running_spec, max_running_phase, max_running_code"},
+      {"merges", "resolve_max_iterations"},
+      {"memory", "max_note_bytes, max_notes"},
+      {"oracle", "provider, model, max_tokens, max_files, max_file_bytes, max_total_bytes"},
+  };
+  for (const auto& [table, known] : tables) {
+    EXPECT_EQ(merge_error("[" + table + "]\nnot_a_key = 1\n"),
+              "loopr.toml:2: " + table + ".not_a_key: unknown key; known keys are: " + known)
+        << table;
+  }
+}
+
 TEST(SettingsErrors, HomeNeededButUnset) {
   Settings s = Settings::defaults();
   std::istringstream in("[sandbox]\nread_paths = [\"~/x\"]\n");
