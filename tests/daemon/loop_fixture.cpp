@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/unique_fd.hpp"
+#include "tests/support/spawn_and_drain.hpp"
 
 namespace loopr::test {
 namespace {
@@ -86,49 +87,21 @@ std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
 // ---- git ---------------------------------------------------------------------
 
 GitOutput git(const std::string& repo, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_strings = {"/usr/bin/git", "-C", repo};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& arg : argv_strings)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings = {
+  std::vector<std::string> git_args = {"-C", repo};
+  git_args.insert(git_args.end(), args.begin(), args.end());
+  SpawnOptions options;
+  options.environment = {
       "PATH=/usr/bin:/bin",    "HOME=/nonexistent",           "LANG=C",
       "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"};
-  std::vector<char*> envp;
-  for (auto& entry : env_strings)
-    envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
-  int out_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2 failed";
-    return {};
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 2);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
+  options.stderr_into_stdout = true;
   GitOutput result;
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ADD_FAILURE() << "cannot start git";
-    return result;
+  try {
+    SpawnedRun spawned = spawn_and_drain("/usr/bin/git", git_args, options);
+    result.exit_code = spawned.exit_code;
+    result.out = std::move(spawned.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "cannot start git: " << e.what();
   }
-  char buffer[65536];
-  ssize_t n;
-  while ((n = ::read(out_pipe[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) result.out.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(out_pipe[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
 

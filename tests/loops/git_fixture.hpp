@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "loops/git/git_command.hpp"
+#include "tests/support/spawn_and_drain.hpp"
 #include "tests/support/temp_tree.hpp"
 
 namespace loopr::test {
@@ -81,45 +82,20 @@ inline PlainRun plain_git(const std::string& cwd, std::vector<std::string> args,
                                   "GIT_COMMITTER_NAME=test",
                                   "GIT_COMMITTER_EMAIL=test@localhost"};
   if (home == "/nonexistent") env.emplace_back("GIT_CONFIG_GLOBAL=/dev/null");
-  std::vector<char*> argv;
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : env)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2";
-    return {};
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
+  SpawnOptions options;
+  options.cwd = cwd;
+  options.environment = std::move(env);
+  options.stderr_into_stdout = true;
+  const std::string binary = args.front();
+  args.erase(args.begin());
   PlainRun run;
-  if (rc != 0) {
-    ::close(pipe_fds[0]);
-    ADD_FAILURE() << "posix_spawn git: " << rc;
-    return run;
+  try {
+    SpawnedRun spawned = spawn_and_drain(binary, args, options);
+    run.exit_code = spawned.exit_code;
+    run.output = std::move(spawned.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "posix_spawn git: " << e.what();
   }
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) {
-    run.output.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
 

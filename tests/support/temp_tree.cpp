@@ -1,22 +1,17 @@
 #include "tests/support/temp_tree.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
-extern char** environ;
+#include "tests/support/spawn_and_drain.hpp"
 
 namespace loopr::test {
 namespace fs = std::filesystem;
@@ -87,72 +82,16 @@ std::string bin_path(std::string_view name) {
   return std::string(dir && *dir ? dir : "build/bin") + "/" + std::string(name);
 }
 
-namespace {
-
-std::string drain(int fd) {
-  std::string out;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<size_t>(n));
-  return out;
-}
-
-}  // namespace
-
 ToolRun run_tool_binary(std::string_view binary_name, std::string_view tool,
                         const std::string& worktree, std::string_view stdin_text) {
-  int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error("pipe2 failed");
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  const std::string binary = bin_path(binary_name);
-  std::string tool_arg(tool);
-  std::string worktree_flag = "--worktree";
-  std::string worktree_arg = worktree;
-  char* argv[] = {const_cast<char*>(binary.c_str()), tool_arg.data(), worktree_flag.data(),
-                  worktree_arg.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) throw std::runtime_error("cannot spawn " + binary);
-
-  // Feed stdin on a thread so a large input cannot deadlock against output.
-  // The tool may exit without reading stdin (a usage error): SIGPIPE is
-  // blocked on this thread only, so that write fails with EPIPE instead of
-  // killing the test; the pending thread-directed signal dies with the thread.
-  std::thread feeder([fd = in_pipe[1], text = std::string(stdin_text)] {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-  });
+  SpawnOptions options;
+  options.stdin_text = std::string(stdin_text);
+  SpawnedRun spawned =
+      spawn_and_drain(bin_path(binary_name), {std::string(tool), "--worktree", worktree}, options);
   ToolRun run;
-  std::thread err_reader([&] { run.stderr_text = drain(err_pipe[0]); });
-  run.stdout_text = drain(out_pipe[0]);
-  err_reader.join();
-  feeder.join();
-  ::close(out_pipe[0]);
-  ::close(err_pipe[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.exit_code = spawned.exit_code;
+  run.stdout_text = std::move(spawned.out);
+  run.stderr_text = std::move(spawned.err);
   run.output = nlohmann::json::parse(run.stdout_text, nullptr, false);
   if (run.output.is_discarded()) run.output = nullptr;
   return run;
