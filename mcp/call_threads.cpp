@@ -77,6 +77,17 @@ std::vector<std::thread> CallThreads::take_ended() {
 }
 
 void CallThreads::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    ++stop_calls_;
+  }
+  struct Leave {
+    CallThreads& self;
+    ~Leave() {
+      std::lock_guard lock(self.mutex_);
+      --self.stop_calls_;
+    }
+  } leave{*this};
   std::lock_guard stopping(stop_mutex_);
   {
     std::lock_guard lock(mutex_);
@@ -109,6 +120,11 @@ std::size_t CallThreads::threads() const {
 std::size_t CallThreads::idle() const {
   std::lock_guard lock(mutex_);
   return idle_;
+}
+
+std::size_t CallThreads::stops_in_progress() const {
+  std::lock_guard lock(mutex_);
+  return stop_calls_;
 }
 
 }  // namespace loopr::mcp

@@ -45,6 +45,9 @@ class CallThreads {
 
   std::size_t threads() const;  // alive, busy or idle
   std::size_t idle() const;
+  // Callers inside stop() that have not returned yet (waiting for tasks, or
+  // for another stop() to finish joining).
+  std::size_t stops_in_progress() const;
 
  private:
   struct Worker {
@@ -64,6 +67,7 @@ class CallThreads {
   std::deque<std::function<void()>> handed_;  // tasks for idle threads; never more than idle_
   std::size_t idle_ = 0;
   bool stopping_ = false;
+  std::size_t stop_calls_ = 0;
   std::list<Worker> workers_;
 };
 

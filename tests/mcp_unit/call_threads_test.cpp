@@ -115,22 +115,37 @@ TEST(CallThreads, ConcurrentStopsEachReturnWithEveryThreadJoined) {
   ASSERT_TRUE(gate.wait_for_waiters(3));
   std::thread first([&] { threads.stop(); });
   std::thread second([&] { threads.stop(); });
-  std::this_thread::sleep_for(50ms);  // both stops are waiting for the tasks
+  // Both stops are inside stop(), waiting for the tasks (or for each other).
+  // (EXPECT, not ASSERT: the gate must open and the stops be joined.)
+  EXPECT_TRUE(eventually([&] { return threads.stops_in_progress() == 2; }))
+      << threads.stops_in_progress() << " stops in progress";
+  EXPECT_EQ(threads.threads(), 3u) << "a stop returned while its tasks still ran";
   gate.open();
   first.join();
   second.join();
   EXPECT_EQ(threads.threads(), 0u);
+  EXPECT_EQ(threads.stops_in_progress(), 0u);
 }
 
 TEST(CallThreads, StopWaitsForRunningTasksAndRefusesNewOnes) {
+  Gate gate;
   CallThreads threads;
   std::atomic<bool> finished{false};
+  std::atomic<bool> stopped{false};
   ASSERT_TRUE(threads.run([&] {
-    std::this_thread::sleep_for(200ms);
+    gate.wait();
     finished = true;
   }));
-  threads.stop();
-  EXPECT_TRUE(finished.load());
+  ASSERT_TRUE(gate.wait_for_waiters(1));
+  std::thread stopper([&] {
+    threads.stop();
+    stopped = true;
+  });
+  EXPECT_TRUE(eventually([&] { return threads.stops_in_progress() == 1; }));
+  EXPECT_FALSE(stopped.load()) << "stop() returned while its task was still running";
+  gate.open();
+  stopper.join();
+  EXPECT_TRUE(finished.load()) << "stop() returned before its task ended";
   EXPECT_FALSE(threads.run([] {}));
   EXPECT_EQ(threads.threads(), 0u);
 }
