@@ -157,7 +157,8 @@ step "net lane: out only through looprd's egress proxy — an allowed server is 
 site=$base/site
 mkdir -p "$site"
 echo "hello from an allowed server" > "$site/index.html"
-python3 -u -m http.server --bind 127.0.0.2 0 --directory "$site" > "$base/http.out" 2>&1 &
+: > "$base/http.out"  # made now: the server's redirection happens in the child, maybe later
+python3 -u -m http.server --bind 127.0.0.2 0 --directory "$site" >> "$base/http.out" 2>&1 &
 server=$!
 port=""
 for _ in $(seq 100); do
