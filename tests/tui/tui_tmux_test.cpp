@@ -50,6 +50,27 @@ std::function<bool(const std::string&)> row_shows(const std::string& word,
   };
 }
 
+// A predicate: the screen holds every one of `texts`. A screen is drawn row
+// by row and a capture may fall in between, so a test waits for the whole of
+// what it then asserts, never for one string of it.
+std::function<bool(const std::string&)> shows_all(std::vector<std::string> texts) {
+  return [texts = std::move(texts)](const std::string& screen) {
+    for (const std::string& text : texts)
+      if (screen.find(text) == std::string::npos) return false;
+    return true;
+  };
+}
+
+// A predicate: every one of `parts` holds.
+std::function<bool(const std::string&)> all_of(
+    std::vector<std::function<bool(const std::string&)>> parts) {
+  return [parts = std::move(parts)](const std::string& screen) {
+    for (const auto& part : parts)
+      if (!part(screen)) return false;
+    return true;
+  };
+}
+
 // A loop fixing the sample repository: text and a read, an edit, done.
 std::vector<json> fixing_session() {
   return {turn({tool_call("r1", "read_file", {{"path", "answer.txt"}})},
@@ -110,26 +131,22 @@ TEST_F(TuiTest, ALoopAppearsFinishesAndItsDetailShowsTheTextAndAToolCallsOutput)
   const std::string id = loop.value("id", "");
   ASSERT_FALSE(id.empty());
   expect_screen(row_shows(id, "running"), id + " running", 20s);
-  const std::string done = expect_screen(row_shows(id, "completed"), id + " completed");
-  EXPECT_NE(line_with(done, id).find("code"), std::string::npos) << done;
-  EXPECT_NE(line_with(done, id).find("/"), std::string::npos) << "iteration/max: " << done;
+  // Its row: completed, its type, its iteration/max.
+  expect_screen(all_of({row_shows(id, "completed"), row_shows(id, "code"), row_shows(id, "/")}),
+                id + " completed");
 
   tmux_->send_keys({"Enter"});
-  const std::string detail = expect_text("Reading the answer file first.");
-  EXPECT_NE(detail.find("read_file {\"path\":\"answer.txt\"}"), std::string::npos) << detail;
-  EXPECT_NE(detail.find("edit_file"), std::string::npos) << detail;
-  EXPECT_NE(detail.find("validation passed"), std::string::npos) << detail;
-  // The read's output, as the model read it: the file's one line, numbered.
-  EXPECT_NE(detail.find("1|41"), std::string::npos) << detail;
-  EXPECT_NE(detail.find(id + " code completed"), std::string::npos) << detail;
+  // The text, the calls, the validation, and the read's output as the model
+  // read it (the file's one line, numbered).
+  expect_screen(shows_all({"Reading the answer file first.", "read_file {\"path\":\"answer.txt\"}",
+                           "edit_file", "validation passed", "1|41", id + " code completed"}),
+                "the loop's detail");
 
   // D: the branch's diff against its parent, read from looprd.
   tmux_->send_keys({"D"});
-  const std::string diff = expect_screen(
-      [](const std::string& screen) { return !line_with(screen, "+42").empty(); }, "+42");
-  EXPECT_NE(diff.find("-41"), std::string::npos) << diff;
-  EXPECT_NE(diff.find("answer.txt | 2 +-"), std::string::npos) << diff;
-  EXPECT_NE(diff.find("diff loop/" + id + " against"), std::string::npos) << diff;
+  expect_screen(all_of({[](const std::string& screen) { return !line_with(screen, "+42").empty(); },
+                        shows_all({"-41", "answer.txt | 2 +-", "diff loop/" + id + " against"})}),
+                "the branch's diff");
   tmux_->send_keys({"D"});
   expect_text("Reading the answer file first.");
 
@@ -150,13 +167,13 @@ TEST_F(TuiTest, ACodeLoopStartedFromTheTuiAppearsSelectedAndRuns) {
   expect_text("validation command");
   tmux_->type("sh test.sh");
   tmux_->send_keys({"Enter"});
-  const std::string started = expect_text("code loop c1 started", 20s);
   // Its task (cut to the column's width at 120 columns) and its budget left.
-  EXPECT_NE(line_with(started, "c1").find("make answer.txt"), std::string::npos) << started;
-  EXPECT_NE(started.find("LEFT"), std::string::npos) << started;
-  const std::string done = expect_screen(row_shows("c1", "completed"), "c1 completed");
+  expect_screen(
+      all_of({shows_all({"code loop c1 started", "LEFT"}), row_shows("c1", "make answer.txt")}),
+      "c1 started, with its task and its budget left", 20s);
   // What it spent (3 scripted turns, $0.0108) is gone from its $1.00.
-  EXPECT_NE(line_with(done, "c1").find("$0.98"), std::string::npos) << done;
+  expect_screen(all_of({row_shows("c1", "completed"), row_shows("c1", "$0.98")}),
+                "c1 completed, $0.98 left");
   // Enter opens the selected loop: the new one.
   tmux_->send_keys({"Enter"});
   expect_text("Reading the answer file first.");
@@ -173,10 +190,9 @@ TEST_F(TuiTest, ACallIsApprovedFromTheTuiAndRuns) {
   std::thread call([&] {
     result = daemon_->tool("run_command", {{"command", "echo approved-from-the-tui"}});
   });
-  const std::string waiting =
-      expect_screen(row_shows("call", "run_command"), "the waiting call", 4s);
-  EXPECT_NE(waiting.find("echo approved-from-the-tui"), std::string::npos) << waiting;
-  EXPECT_NE(waiting.find("1 call, 0 plans"), std::string::npos) << waiting;
+  expect_screen(all_of({row_shows("call", "run_command"),
+                        shows_all({"echo approved-from-the-tui", "1 call, 0 plans"})}),
+                "the waiting call", 4s);
   tmux_->send_keys({"a"});
   call.join();
   EXPECT_EQ(result.value("ok", false), true) << result.dump();
@@ -234,21 +250,21 @@ TEST_F(TuiTest, APlanMadeAndApprovedFromTheTuiGrowsItsTreeAndCompletes) {
   expect_screen(row_shows("p1", "awaiting_approval"), "p1 awaiting approval", 60s);
 
   tmux_->send_keys({"2"});
-  const std::string plan = expect_text("calc.sh: a sub operation, tested and documented");
-  EXPECT_NE(plan.find("0 calls, 1 plan"), std::string::npos) << plan;
+  expect_screen(shows_all({"calc.sh: a sub operation, tested and documented", "0 calls, 1 plan"}),
+                "the plan waiting for approval");
   tmux_->send_keys({"a"});
   expect_text("done: approve plan p1");
   tmux_->send_keys({"1"});
-  const std::string tree = expect_screen(
-      [](const std::string& screen) {
-        return !line_with(screen, "p1-s1").empty() && !line_with(screen, "p1-s2").empty() &&
-               !line_with(screen, "p1-s1-ph1").empty();
-      },
-      "the plan's specs and phases", 60s);
-  EXPECT_NE(line_with(tree, "p1-s2").find("spec"), std::string::npos) << tree;
-  const std::string done = expect_screen(row_shows("p1", "completed"), "p1 completed", 180s);
-  for (const char* id : {"p1-s1", "p1-s2", "p1-s1-ph1-c1", "p1-s2-ph3-c1"})
-    EXPECT_NE(line_with(done, id).find("completed"), std::string::npos) << id << "\n" << done;
+  expect_screen(all_of({row_shows("p1-s2", "spec"),
+                        [](const std::string& screen) {
+                          return !line_with(screen, "p1-s1").empty() &&
+                                 !line_with(screen, "p1-s1-ph1").empty();
+                        }}),
+                "the plan's specs and phases", 60s);
+  expect_screen(all_of({row_shows("p1", "completed"), row_shows("p1-s1", "completed"),
+                        row_shows("p1-s2", "completed"), row_shows("p1-s1-ph1-c1", "completed"),
+                        row_shows("p1-s2-ph3-c1", "completed")}),
+                "p1 and its tree completed", 180s);
 }
 
 TEST_F(TuiTest, EveryPaneStaysReadableAt80x24) {
@@ -266,18 +282,17 @@ TEST_F(TuiTest, EveryPaneStaysReadableAt80x24) {
       },
       10s);
   ASSERT_TRUE(small.ok) << small.screen;
-  std::string screen = expect_screen(
+  expect_screen(
       [&](const std::string& s) {
         return s.find("looprd") != std::string::npos && s.find("1 Loops 1") != std::string::npos &&
                line_with(s, id).find("completed") != std::string::npos &&
-               s.find("? help") != std::string::npos;
+               s.find("? help") != std::string::npos && s.find("STATUS") != std::string::npos &&
+               s.find("lanes") != std::string::npos;
       },
       "the loops pane at 80x24");
-  EXPECT_NE(screen.find("STATUS"), std::string::npos) << screen;
-  EXPECT_NE(screen.find("lanes"), std::string::npos) << screen;
 
   tmux_->send_keys({"Enter"});
-  screen = expect_screen(
+  expect_screen(
       [&](const std::string& s) {
         return s.find(id + " code completed") != std::string::npos &&
                s.find("validation passed") != std::string::npos;
@@ -286,8 +301,8 @@ TEST_F(TuiTest, EveryPaneStaysReadableAt80x24) {
   tmux_->send_keys({"Escape", "2"});
   expect_text("nothing waits for you");
   tmux_->send_keys({"3"});
-  screen = expect_screen(row_shows("read_file", "success"), "the tool calls pane at 80x24");
-  EXPECT_NE(screen.find("DURATION"), std::string::npos) << screen;
+  expect_screen(all_of({row_shows("read_file", "success"), shows_all({"DURATION"})}),
+                "the tool calls pane at 80x24");
   // Each help page is waited for whole (its title and a row near its end):
   // the overlay is drawn row by row, and a capture may fall in between.
   tmux_->send_keys({"?"});
@@ -313,19 +328,18 @@ TEST_F(TuiTest, AKilledAndRestartedDaemonShowsReconnectingThenTheSameLoops) {
   const std::string id = loop.value("id", "");
   expect_screen(row_shows(id, "completed"), id + " completed");
   daemon_->stop(9);
-  const std::string lost = expect_text("reconnecting", 10s);
-  EXPECT_NE(line_with(lost, id).find("completed"), std::string::npos)
-      << "the last known loops stay on screen\n"
-      << lost;
+  // The last known loops stay on screen.
+  expect_screen(all_of({shows_all({"reconnecting"}), row_shows(id, "completed")}),
+                "reconnecting, with " + id + " still shown", 10s);
   daemon_->start();
-  const std::string back = expect_screen(
+  expect_screen(
       [&](const std::string& screen) {
         return screen.find("reconnecting") == std::string::npos &&
                screen.find("connected") != std::string::npos &&
+               screen.find("1 Loops 1") != std::string::npos &&
                line_with(screen, id).find("completed") != std::string::npos;
       },
       "connected again with " + id, 20s);
-  EXPECT_NE(back.find("1 Loops 1"), std::string::npos) << back;
   // Subscribed again: a loop made now appears without a key pressed.
   const std::string second = create_loop(*daemon_, repo_.path).value("id", "");
   ASSERT_FALSE(second.empty());
