@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/catalog.hpp"
 #include "config/settings.hpp"
@@ -37,7 +38,6 @@
 #include "daemon/runner_link.hpp"
 #include "egress/egress_proxy.hpp"
 #include "llm/cancel_token.hpp"
-#include "loops/budget.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -72,7 +72,7 @@ struct ToolCallRequest {
   std::optional<std::string> command;
   // What the calling loop's budgets leave for a hosted tool that consults a
   // model (the oracle); set by a loop's gateway, never from a client.
-  std::optional<loops::Allowance> allowance;
+  std::optional<Allowance> allowance;
   // The hosted call this call is made for (the oracle's file reads):
   // cancel_calls_of_parent() ends it with that call.
   std::string parent_call_id;
@@ -125,7 +125,7 @@ struct HostedCall {
   std::string session;
   std::uint64_t timeout_ms = 0;
   std::uint64_t max_output_bytes = 0;
-  std::optional<loops::Allowance> allowance;  // the request's
+  std::optional<Allowance> allowance;  // the request's
   std::shared_ptr<llm::CancelToken> cancel;
 };
 // The tool's output (a JSON object), or an Error the model reads (code,

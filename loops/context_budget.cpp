@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "loops/budget.hpp"
+#include "budget/budget.hpp"
 
 namespace loopr::loops {
 

@@ -25,10 +25,10 @@
 #include <string>
 #include <string_view>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/settings.hpp"
 #include "llm/provider.hpp"
-#include "loops/budget.hpp"
 #include "loops/git/worktrees.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"

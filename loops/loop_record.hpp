@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/settings.hpp"
-#include "loops/budget.hpp"
 
 namespace loopr::loops {
 

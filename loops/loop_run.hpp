@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "budget/budget.hpp"
 #include "llm/cancel_token.hpp"
 #include "llm/conversation.hpp"
 #include "llm/provider.hpp"
-#include "loops/budget.hpp"
 #include "loops/context_budget.hpp"
 #include "loops/git/worktrees.hpp"
 #include "loops/loop_health.hpp"

@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/settings.hpp"
 #include "llm/provider.hpp"
-#include "loops/budget.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
 #include "loops/scheduler.hpp"

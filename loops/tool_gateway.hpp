@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/catalog.hpp"
-#include "loops/budget.hpp"
 
 namespace loopr::loops {
 

@@ -120,8 +120,8 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
       system_prompt().size() + question.size() + context.size() + kRequestOverheadBytes;
   // Nothing is read when the allowance is spent already.
   if (call.allowance) {
-    auto fits = loops::max_output_within(*call.allowance, loops::estimate_tokens(fixed_bytes),
-                                         o.max_tokens, price, model);
+    auto fits = max_output_within(*call.allowance, estimate_tokens(fixed_bytes), o.max_tokens,
+                                  price, model);
     if (!fits) {
       Error error = std::move(fits).error();
       error.message = "oracle not consulted: " + error.message;
@@ -149,8 +149,8 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
   if (call.allowance) {
     const std::size_t bytes =
         request.system.size() + request.messages.front().text.size() + kRequestOverheadBytes;
-    auto capped = loops::max_output_within(*call.allowance, loops::estimate_tokens(bytes),
-                                           o.max_tokens, price, model);
+    auto capped =
+        max_output_within(*call.allowance, estimate_tokens(bytes), o.max_tokens, price, model);
     if (!capped) {
       Error error = std::move(capped).error();
       error.message = "oracle not consulted: " + error.message;
@@ -174,12 +174,12 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
     if (error.code != llm::errc::provider_auth && error.code != llm::errc::provider_request &&
         error.code != llm::errc::context_overflow) {
       llm::Usage worst;
-      worst.input_tokens = loops::estimate_tokens(
+      worst.input_tokens = estimate_tokens(
           request.system.size() + request.messages.front().text.size() + kRequestOverheadBytes);
       worst.output_tokens = request.max_tokens;
       error.details = {
           {"usage", llm::to_json(worst)},
-          {"cost_usd", price != nullptr ? json(loops::cost_usd(worst, *price)) : json()},
+          {"cost_usd", price != nullptr ? json(cost_usd(worst, *price)) : json()},
           {"charged", "the worst case of this call: the provider may bill an answer it cut off"}};
     }
     co_return error;
@@ -188,15 +188,14 @@ asio::awaitable<Result<json>> Oracle::consult(OracleCall call, const FileReader&
   json files_out = json::array();
   for (const Attachment& file : *files)
     files_out.push_back(file.to_json());
-  json result = {
-      {"answer", ""},
-      {"model", turn->model.empty() ? model : turn->model},
-      {"usage", llm::to_json(turn->usage)},
-      {"cost_usd", price != nullptr ? json(loops::cost_usd(turn->usage, *price)) : json()},
-      {"max_tokens", request.max_tokens},
-      {"stop_reason", std::string(llm::to_string(turn->stop_reason))},
-      {"files", std::move(files_out)},
-      {"context_truncated", context.size() < given_context.size()}};
+  json result = {{"answer", ""},
+                 {"model", turn->model.empty() ? model : turn->model},
+                 {"usage", llm::to_json(turn->usage)},
+                 {"cost_usd", price != nullptr ? json(cost_usd(turn->usage, *price)) : json()},
+                 {"max_tokens", request.max_tokens},
+                 {"stop_reason", std::string(llm::to_string(turn->stop_reason))},
+                 {"files", std::move(files_out)},
+                 {"context_truncated", context.size() < given_context.size()}};
   // The answer takes what the rest of the result leaves of the output cap.
   const std::size_t rest = result.dump().size() + 64;
   const std::size_t room = call.max_output_bytes > rest ? call.max_output_bytes - rest : 0;

@@ -29,11 +29,11 @@
 #include <optional>
 #include <string>
 
+#include "budget/budget.hpp"
 #include "common/error.hpp"
 #include "config/settings.hpp"
 #include "llm/cancel_token.hpp"
 #include "llm/provider.hpp"
-#include "loops/budget.hpp"
 #include "oracle/attachments.hpp"
 
 namespace loopr::oracle {
@@ -45,7 +45,7 @@ struct OracleCall {
   nlohmann::json args;  // {question, files?, context?}, checked against the catalog's schema
   // What the calling loop's budgets leave for this call; none: a client's
   // own call, which no budget limits.
-  std::optional<loops::Allowance> allowance;
+  std::optional<Allowance> allowance;
   std::string conversation;               // the tool call's id (a scripted provider keys on it)
   std::size_t max_output_bytes = 100000;  // the answer is cut to keep the result under it
   llm::CancelToken* cancel = nullptr;

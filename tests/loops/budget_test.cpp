@@ -1,7 +1,7 @@
 // Budgets: every limit is checked against the worst case of what comes next,
 // names itself when it is the one that stops a loop, and takes overrides
 // only of the known keys and shapes.
-#include "loops/budget.hpp"
+#include "budget/budget.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

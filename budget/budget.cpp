@@ -1,10 +1,10 @@
-#include "loops/budget.hpp"
+#include "budget/budget.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace loopr::loops {
+namespace loopr {
 namespace {
 
 using nlohmann::json;
@@ -305,4 +305,4 @@ std::optional<std::string> exceeded_by_time(const config::BudgetLimits& limits, 
   return std::nullopt;
 }
 
-}  // namespace loopr::loops
+}  // namespace loopr

@@ -16,7 +16,7 @@
 #include "config/settings.hpp"
 #include "llm/conversation.hpp"
 
-namespace loopr::loops {
+namespace loopr {
 
 // What a loop (or all loops) used so far.
 struct Spend {
@@ -107,4 +107,4 @@ Result<std::int64_t> max_output_within(const Allowance& allowance, std::int64_t 
                                        std::int64_t wanted, const config::ModelPrice* price,
                                        const std::string& model);
 
-}  // namespace loopr::loops
+}  // namespace loopr
