@@ -99,7 +99,7 @@ json repo_json(const std::optional<std::string>& repo) {
 
 }  // namespace
 
-asio::awaitable<Result<json>> MethodRegistry::memory_list(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::memory_list(ClientSession&, json params) {
   auto repo = repository_param(params);
   if (!repo) co_return std::move(repo).error();
   auto limit = count_param(params, "limit", kDefaultListLimit, kMaxListLimit);
@@ -110,7 +110,7 @@ asio::awaitable<Result<json>> MethodRegistry::memory_list(ClientSession&, const 
   co_return listed;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::memory_search(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::memory_search(ClientSession&, json params) {
   auto query = params.find("query");
   if (query == params.end() || !query->is_string() ||
       query->get_ref<const std::string&>().empty()) {
@@ -136,7 +136,7 @@ asio::awaitable<Result<json>> MethodRegistry::memory_search(ClientSession&, cons
   co_return found;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::memory_get(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::memory_get(ClientSession&, json params) {
   auto note_id = note_id_param(params);
   if (!note_id) co_return std::move(note_id).error();
   auto note = services_.notebook.show(serving_uid(), *note_id);
@@ -144,12 +144,27 @@ asio::awaitable<Result<json>> MethodRegistry::memory_get(ClientSession&, const j
   co_return note;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::memory_delete(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::memory_delete(ClientSession&, json params) {
   auto note_id = note_id_param(params);
   if (!note_id) co_return std::move(note_id).error();
   auto deleted = services_.notebook.remove(serving_uid(), *note_id);
   if (!deleted) co_return note_not_found(std::move(deleted).error());
   co_return deleted;
+}
+
+void MethodRegistry::add_memory_methods() {
+  add<proto::methods::MemoryList>([this](ClientSession& session, proto::UntypedParams params) {
+    return memory_list(session, std::move(params));
+  });
+  add<proto::methods::MemorySearch>([this](ClientSession& session, proto::UntypedParams params) {
+    return memory_search(session, std::move(params));
+  });
+  add<proto::methods::MemoryGet>([this](ClientSession& session, proto::UntypedParams params) {
+    return memory_get(session, std::move(params));
+  });
+  add<proto::methods::MemoryDelete>([this](ClientSession& session, proto::UntypedParams params) {
+    return memory_delete(session, std::move(params));
+  });
 }
 
 }  // namespace loopr::daemon

@@ -33,7 +33,7 @@ Result<std::string> repo_param(const json& params) {
 
 }  // namespace
 
-asio::awaitable<Result<json>> MethodRegistry::repo_trust(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::repo_trust(ClientSession&, json params) {
   auto repo = repo_param(params);
   if (!repo) co_return std::move(repo).error();
   auto trusted = repos::trust(services_.store, *repo);
@@ -45,7 +45,7 @@ asio::awaitable<Result<json>> MethodRegistry::repo_trust(ClientSession&, const j
   co_return result;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::repo_untrust(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::repo_untrust(ClientSession&, json params) {
   auto repo = repo_param(params);
   if (!repo) co_return std::move(repo).error();
   auto removed = repos::untrust(services_.store, *repo);
@@ -57,12 +57,24 @@ asio::awaitable<Result<json>> MethodRegistry::repo_untrust(ClientSession&, const
   co_return result;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::repo_show(ClientSession&, const json& params) {
+asio::awaitable<Result<json>> MethodRegistry::repo_show(ClientSession&, json params) {
   auto repo = repo_param(params);
   if (!repo) co_return std::move(repo).error();
   auto shown = repos::resolve(services_.settings, services_.store, *repo);
   if (!shown) co_return std::move(shown).error();
   co_return shown->to_json();
+}
+
+void MethodRegistry::add_repo_methods() {
+  add<proto::methods::RepoTrust>([this](ClientSession& session, proto::UntypedParams params) {
+    return repo_trust(session, std::move(params));
+  });
+  add<proto::methods::RepoUntrust>([this](ClientSession& session, proto::UntypedParams params) {
+    return repo_untrust(session, std::move(params));
+  });
+  add<proto::methods::RepoShow>([this](ClientSession& session, proto::UntypedParams params) {
+    return repo_show(session, std::move(params));
+  });
 }
 
 }  // namespace loopr::daemon
