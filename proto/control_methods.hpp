@@ -25,6 +25,7 @@
 
 #include "common/error.hpp"
 #include "proto/control_messages.hpp"
+#include "proto/loop_messages.hpp"
 
 namespace loopr::proto {
 
@@ -141,24 +142,39 @@ using DaemonShutdown = Method<kDaemonShutdown, kAfterInitializeEvenWhenStopping,
                               ShutdownResult, &parse_no_params>;
 
 // ---- loops and plans ----
-using LoopCreate = Untyped<kLoopCreate>;
-using LoopList = Untyped<kLoopList>;
-using LoopGet = Untyped<kLoopGet>;
-using LoopTranscript = Untyped<kLoopTranscript>;
-using LoopExport = Untyped<kLoopExport>;
-using LoopDiff = Untyped<kLoopDiff>;
-using LoopPause = Untyped<kLoopPause>;
-using LoopResume = Untyped<kLoopResume>;
-using LoopCancel = Untyped<kLoopCancel>;
-using LoopDelete = Untyped<kLoopDelete>;
-using LoopCreatePlan = Untyped<kLoopCreatePlan>;
-using LoopGc = Untyped<kLoopGc>;
-using LoopRerun = Untyped<kLoopRerun>;
-using PlanGet = Untyped<kPlanGet>;
-using PlanApprove = Untyped<kPlanApprove>;
-using PlanReject = Untyped<kPlanReject>;
-using PlanIterate = Untyped<kPlanIterate>;
-using PlanMerge = Untyped<kPlanMerge>;
+using LoopCreate =
+    Method<kLoopCreate, kAfterInitialize, LoopCreateParams, Document, &parse_loop_create_params>;
+using LoopList =
+    Method<kLoopList, kAfterInitialize, LoopListParams, Document, &parse_loop_list_params>;
+using LoopGet = Method<kLoopGet, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopTranscript = Method<kLoopTranscript, kAfterInitialize, LoopTranscriptParams, Document,
+                              &parse_loop_transcript_params>;
+using LoopExport =
+    Method<kLoopExport, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopDiff =
+    Method<kLoopDiff, kAfterInitialize, LoopDiffParams, Document, &parse_loop_diff_params>;
+using LoopPause =
+    Method<kLoopPause, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopResume =
+    Method<kLoopResume, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopCancel =
+    Method<kLoopCancel, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopDelete =
+    Method<kLoopDelete, kAfterInitialize, LoopDeleteParams, Document, &parse_loop_delete_params>;
+using LoopCreatePlan = Method<kLoopCreatePlan, kAfterInitialize, LoopCreatePlanParams, Document,
+                              &parse_loop_create_plan_params>;
+using LoopGc = Method<kLoopGc, kAfterInitialize, LoopGcParams, Document, &parse_loop_gc_params>;
+using LoopRerun =
+    Method<kLoopRerun, kAfterInitialize, LoopFeedbackParams, Document, &parse_loop_rerun_params>;
+using PlanGet = Method<kPlanGet, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using PlanApprove =
+    Method<kPlanApprove, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using PlanReject =
+    Method<kPlanReject, kAfterInitialize, LoopFeedbackParams, Document, &parse_plan_reject_params>;
+using PlanIterate = Method<kPlanIterate, kAfterInitialize, LoopFeedbackParams, Document,
+                           &parse_plan_iterate_params>;
+using PlanMerge =
+    Method<kPlanMerge, kAfterInitialize, PlanMergeParams, Document, &parse_plan_merge_params>;
 
 // ---- memory notes, repository settings ----
 using MemoryList = Untyped<kMemoryList>;
