@@ -30,9 +30,7 @@ using proto::invalid_params;
 // tool.batch: one model turn's calls. Its reply is one line (16 MiB at
 // most): past kMaxBatchReplyBytes the largest outputs are dropped, each with
 // an error saying to run that call alone.
-constexpr std::size_t kMaxBatchCalls = 64;
 constexpr std::size_t kMaxBatchReplyBytes = std::size_t{12} * 1024 * 1024;
-constexpr std::size_t kMaxToolNameBytes = 256;
 
 // Ties a call to the connection that made it: cancelled when it disconnects.
 void bind_to_session(ToolCallRequest& request, ClientSession& session) {
@@ -132,7 +130,7 @@ void MethodRegistry::add_core_methods() {
   add<methods::ToolCall>([this](ClientSession& session, proto::ToolCallParams params) {
     return tool_call(session, std::move(params));
   });
-  add<methods::ToolBatch>([this](ClientSession& session, proto::UntypedParams params) {
+  add<methods::ToolBatch>([this](ClientSession& session, proto::ToolBatchParams params) {
     return tool_batch(session, std::move(params));
   });
   add<methods::ToolCancel>(
@@ -250,43 +248,17 @@ asio::awaitable<Result<proto::Document>> MethodRegistry::tool_call(ClientSession
 }
 
 asio::awaitable<Result<proto::Document>> MethodRegistry::tool_batch(ClientSession& session,
-                                                                    proto::UntypedParams untyped) {
-  const json& params = untyped;
-  if (!params.contains("calls") || !params["calls"].is_array() || params["calls"].empty()) {
-    co_return invalid_params("tool.batch needs `calls`, a non-empty array of {tool, args}");
-  }
-  if (params["calls"].size() > kMaxBatchCalls) {
-    co_return invalid_params("tool.batch takes at most " + std::to_string(kMaxBatchCalls) +
-                                 " calls, got " + std::to_string(params["calls"].size()),
-                             "split the calls into several batches");
-  }
-  if (!params.contains("worktree") || !params["worktree"].is_string()) {
-    co_return invalid_params("tool.batch needs `worktree`, an absolute path");
-  }
-  std::string scope = session.name();
-  if (params.contains("loop_id")) {
-    if (!params["loop_id"].is_string()) co_return invalid_params("loop_id must be a string");
-    scope = "loop:" + params["loop_id"].get<std::string>();
-  }
+                                                                    proto::ToolBatchParams params) {
+  const std::string scope = params.loop_id ? "loop:" + *params.loop_id : session.name();
   std::vector<ToolCallRequest> requests;
-  std::size_t index = 0;
-  for (const json& call : params["calls"]) {
-    if (!call.is_object() || !call.contains("tool") || !call["tool"].is_string() ||
-        call["tool"].get_ref<const std::string&>().empty() ||
-        call["tool"].get_ref<const std::string&>().size() > kMaxToolNameBytes ||
-        (call.contains("args") && !call["args"].is_object())) {
-      co_return invalid_params("calls[" + std::to_string(index) +
-                               "] must be {tool: string of 1 to " +
-                               std::to_string(kMaxToolNameBytes) + " bytes, args?: object}");
-    }
+  for (proto::ToolBatchCall& call : params.calls) {
     ToolCallRequest request;
-    request.tool = call["tool"].get<std::string>();
-    request.args = call.value("args", json::object());
-    request.worktree = params["worktree"].get<std::string>();
+    request.tool = std::move(call.tool);
+    request.args = std::move(call.args);
+    request.worktree = params.worktree;
     request.session = scope;
     bind_to_session(request, session);
     requests.push_back(std::move(request));
-    ++index;
   }
   auto outcomes = co_await services_.router.batch(std::move(requests));
   json results = json::array();

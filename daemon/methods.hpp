@@ -91,19 +91,17 @@ class MethodRegistry {
   asio::awaitable<Result<proto::InitializeResult>> initialize(ClientSession&,
                                                               proto::InitializeParams);
   asio::awaitable<Result<proto::Document>> tool_call(ClientSession&, proto::ToolCallParams);
-  asio::awaitable<Result<proto::Document>> tool_batch(ClientSession&, proto::UntypedParams);
+  asio::awaitable<Result<proto::Document>> tool_batch(ClientSession&, proto::ToolBatchParams);
   asio::awaitable<Result<proto::SubscribeParams>> events_subscribe(ClientSession&,
                                                                    proto::SubscribeParams);
   Result<proto::Document> metrics_get() const;
   // memory.* (memory_methods.cpp)
-  asio::awaitable<Result<nlohmann::json>> memory_list(ClientSession&, nlohmann::json params);
-  asio::awaitable<Result<nlohmann::json>> memory_search(ClientSession&, nlohmann::json params);
-  asio::awaitable<Result<nlohmann::json>> memory_get(ClientSession&, nlohmann::json params);
-  asio::awaitable<Result<nlohmann::json>> memory_delete(ClientSession&, nlohmann::json params);
+  Result<proto::Document> memory_list(const proto::MemoryListParams& params);
+  Result<proto::Document> memory_search(const proto::MemorySearchParams& params);
   // repo.* (repo_methods.cpp)
-  asio::awaitable<Result<nlohmann::json>> repo_trust(ClientSession&, nlohmann::json params);
-  asio::awaitable<Result<nlohmann::json>> repo_untrust(ClientSession&, nlohmann::json params);
-  asio::awaitable<Result<nlohmann::json>> repo_show(ClientSession&, nlohmann::json params);
+  Result<proto::Document> repo_trust(const proto::RepoParams& params);
+  Result<proto::Document> repo_untrust(const proto::RepoParams& params);
+  Result<proto::Document> repo_show(const proto::RepoParams& params);
 
   DaemonServices services_;
   std::map<std::string, Entry, std::less<>> methods_;

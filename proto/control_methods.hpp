@@ -26,6 +26,8 @@
 #include "common/error.hpp"
 #include "proto/control_messages.hpp"
 #include "proto/loop_messages.hpp"
+#include "proto/memory_messages.hpp"
+#include "proto/tool_batch_messages.hpp"
 
 namespace loopr::proto {
 
@@ -45,15 +47,8 @@ struct MethodInfo {
 // A result that is a JSON document as it is (a stored record, a listing).
 using Document = nlohmann::json;
 
-// Params of a method that is not typed yet: the request's params object as it
-// came. Its handler reads it; its refusals are its own.
-using UntypedParams = nlohmann::json;
-
 inline Result<NoParams> parse_no_params(const nlohmann::json&) {
   return NoParams{};
-}
-inline Result<UntypedParams> parse_untyped_params(const nlohmann::json& params) {
-  return params;
 }
 
 inline nlohmann::json to_json(const NoParams&) {
@@ -117,9 +112,6 @@ inline constexpr char kRepoTrust[] = "repo.trust";
 inline constexpr char kRepoUntrust[] = "repo.untrust";
 inline constexpr char kRepoShow[] = "repo.show";
 
-template <const char* Name>
-using Untyped = Method<Name, kAfterInitialize, UntypedParams, Document, &parse_untyped_params>;
-
 // ---- looprd itself, tools, approvals, events ----
 using Initialize = Method<kInitialize, kBeforeInitialize, InitializeParams, InitializeResult,
                           &parse_initialize_params>;
@@ -127,7 +119,8 @@ using Ping = Method<kPing, kAlways, NoParams, PingResult, &parse_no_params>;
 using ToolList = Method<kToolList, kAfterInitialize, NoParams, Document, &parse_no_params>;
 using ToolCall =
     Method<kToolCall, kAfterInitialize, ToolCallParams, Document, &parse_tool_call_params>;
-using ToolBatch = Untyped<kToolBatch>;
+using ToolBatch =
+    Method<kToolBatch, kAfterInitialize, ToolBatchParams, Document, &parse_tool_batch_params>;
 using ToolCancel = Method<kToolCancel, kAfterInitialize, ToolCancelParams, ToolCancelResult,
                           &parse_tool_cancel_params>;
 using ApprovalList = Method<kApprovalList, kAfterInitialize, NoParams, Document, &parse_no_params>;
@@ -177,13 +170,18 @@ using PlanMerge =
     Method<kPlanMerge, kAfterInitialize, PlanMergeParams, Document, &parse_plan_merge_params>;
 
 // ---- memory notes, repository settings ----
-using MemoryList = Untyped<kMemoryList>;
-using MemorySearch = Untyped<kMemorySearch>;
-using MemoryGet = Untyped<kMemoryGet>;
-using MemoryDelete = Untyped<kMemoryDelete>;
-using RepoTrust = Untyped<kRepoTrust>;
-using RepoUntrust = Untyped<kRepoUntrust>;
-using RepoShow = Untyped<kRepoShow>;
+using MemoryList =
+    Method<kMemoryList, kAfterInitialize, MemoryListParams, Document, &parse_memory_list_params>;
+using MemorySearch = Method<kMemorySearch, kAfterInitialize, MemorySearchParams, Document,
+                            &parse_memory_search_params>;
+using MemoryGet =
+    Method<kMemoryGet, kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
+using MemoryDelete =
+    Method<kMemoryDelete, kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
+using RepoTrust = Method<kRepoTrust, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
+using RepoUntrust =
+    Method<kRepoUntrust, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
+using RepoShow = Method<kRepoShow, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
 
 }  // namespace methods
 
