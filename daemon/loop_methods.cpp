@@ -52,7 +52,7 @@ void MethodRegistry::add_loop_methods() {
   add<methods::PlanApprove>([&loops](ClientSession&, proto::LoopIdParams params) {
     return loops.plan_approve(std::move(params.id));
   });
-  add<methods::PlanReject>([&loops](ClientSession&, proto::LoopFeedbackParams params) {
+  add<methods::PlanReject>([&loops](ClientSession&, proto::PlanRejectParams params) {
     return loops.plan_reject(std::move(params));
   });
   add<methods::PlanIterate>([&loops](ClientSession&, proto::LoopFeedbackParams params) {

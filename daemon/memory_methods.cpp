@@ -52,8 +52,9 @@ json repo_json(const std::optional<std::string>& repo) {
 Result<proto::Document> MethodRegistry::memory_list(const proto::MemoryListParams& params) {
   auto repo = repository_of(params.repo);
   if (!repo) return std::move(repo).error();
-  auto listed =
-      services_.notebook.list(serving_uid(), *repo, static_cast<std::size_t>(params.limit));
+  auto listed = services_.notebook.list(
+      serving_uid(), *repo,
+      static_cast<std::size_t>(params.limit.value_or(proto::kDefaultMemoryListLimit)));
   if (!listed) return listed;
   (*listed)["repo"] = repo_json(*repo);
   return listed;
@@ -68,9 +69,10 @@ Result<proto::Document> MethodRegistry::memory_search(const proto::MemorySearchP
         "repository",
         "name the repository whose loops' conversations to search");
   }
-  auto found = services_.notebook.search(serving_uid(), *repo, params.query,
-                                         static_cast<std::size_t>(params.top_k),
-                                         params.include_conversation);
+  auto found = services_.notebook.search(
+      serving_uid(), *repo, params.query,
+      static_cast<std::size_t>(params.top_k.value_or(proto::kDefaultMemoryTopK)),
+      params.include_conversation);
   if (!found) return found;
   (*found)["repo"] = repo_json(*repo);
   return found;

@@ -90,8 +90,7 @@ class LoopEngine {
   asio::awaitable<Result<nlohmann::json>> create_plan(proto::LoopCreatePlanParams params);
   Result<nlohmann::json> plan_get(const std::string& id) const;
   asio::awaitable<Result<nlohmann::json>> plan_approve(std::string id);
-  // params.feedback is the reason.
-  asio::awaitable<Result<nlohmann::json>> plan_reject(proto::LoopFeedbackParams params);
+  asio::awaitable<Result<nlohmann::json>> plan_reject(proto::PlanRejectParams params);
   asio::awaitable<Result<nlohmann::json>> plan_iterate(proto::LoopFeedbackParams params);
   asio::awaitable<Result<nlohmann::json>> plan_merge(proto::PlanMergeParams params);
   asio::awaitable<Result<nlohmann::json>> gc(proto::LoopGcParams params);

@@ -97,11 +97,11 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(std::string id) {
   co_return json{{"plan", plan->to_json(false)}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::plan_reject(proto::LoopFeedbackParams params) {
+asio::awaitable<Result<json>> LoopEngine::plan_reject(proto::PlanRejectParams params) {
   auto found = find_awaiting_plan(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
-  std::string reason = std::move(params.feedback);
+  std::string reason = std::move(params.reason);
   if (is_blank(reason)) reason = "rejected by the person";
   if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");
   if (!plan->set_status(LoopStatus::rejected, reason)) {

@@ -163,7 +163,7 @@ using PlanGet = Method<kPlanGet, kAfterInitialize, LoopIdParams, Document, &pars
 using PlanApprove =
     Method<kPlanApprove, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using PlanReject =
-    Method<kPlanReject, kAfterInitialize, LoopFeedbackParams, Document, &parse_plan_reject_params>;
+    Method<kPlanReject, kAfterInitialize, PlanRejectParams, Document, &parse_plan_reject_params>;
 using PlanIterate = Method<kPlanIterate, kAfterInitialize, LoopFeedbackParams, Document,
                            &parse_plan_iterate_params>;
 using PlanMerge =

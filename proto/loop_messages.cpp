@@ -162,9 +162,15 @@ json to_json(const PlanMergeParams& params) {
   return out;
 }
 
-json to_json(const LoopFeedbackParams& params, const char* key) {
+json to_json(const LoopFeedbackParams& params) {
   json out = {{"id", params.id}};
-  if (!params.feedback.empty()) out[key] = params.feedback;
+  if (!params.feedback.empty()) out["feedback"] = params.feedback;
+  return out;
+}
+
+json to_json(const PlanRejectParams& params) {
+  json out = {{"id", params.id}};
+  if (!params.reason.empty()) out["reason"] = params.reason;
   return out;
 }
 
@@ -263,10 +269,10 @@ Result<LoopFeedbackParams> parse_plan_iterate_params(const json& params) {
   return out;
 }
 
-Result<LoopFeedbackParams> parse_plan_reject_params(const json& params) {
-  LoopFeedbackParams out;
+Result<PlanRejectParams> parse_plan_reject_params(const json& params) {
+  PlanRejectParams out;
   LOOPR_TRY_ASSIGN(out.id, loop_id(params));
-  out.feedback = text_or_empty(params, "reason");
+  out.reason = text_or_empty(params, "reason");
   return out;
 }
 

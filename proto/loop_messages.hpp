@@ -93,12 +93,18 @@ struct LoopGcParams {
   bool operator==(const LoopGcParams&) const = default;
 };
 
-// loop.rerun, plan.iterate: {id, feedback}; plan.reject: {id, reason}.
-// feedback and reason are "" when absent.
+// loop.rerun, plan.iterate: {id, feedback}; "" when absent.
 struct LoopFeedbackParams {
   std::string id;
   std::string feedback;
   bool operator==(const LoopFeedbackParams&) const = default;
+};
+
+// plan.reject: {id, reason}; "" when absent.
+struct PlanRejectParams {
+  std::string id;
+  std::string reason;
+  bool operator==(const PlanRejectParams&) const = default;
 };
 
 // plan.merge: into is "" when absent (the plan's own user branch).
@@ -117,8 +123,8 @@ nlohmann::json to_json(const LoopDiffParams& params);
 nlohmann::json to_json(const LoopDeleteParams& params);
 nlohmann::json to_json(const LoopGcParams& params);
 nlohmann::json to_json(const PlanMergeParams& params);
-// Written with `key` for the text: "feedback" or "reason".
-nlohmann::json to_json(const LoopFeedbackParams& params, const char* key = "feedback");
+nlohmann::json to_json(const LoopFeedbackParams& params);
+nlohmann::json to_json(const PlanRejectParams& params);
 
 Result<LoopIdParams> parse_loop_id_params(const nlohmann::json& params);
 Result<LoopCreateParams> parse_loop_create_params(const nlohmann::json& params);
@@ -136,7 +142,7 @@ Result<LoopFeedbackParams> parse_loop_rerun_params(const nlohmann::json& params)
 // feedback (plan.iterate) or reason (plan.reject): another type counts as
 // absent, as looprd always read it.
 Result<LoopFeedbackParams> parse_plan_iterate_params(const nlohmann::json& params);
-Result<LoopFeedbackParams> parse_plan_reject_params(const nlohmann::json& params);
+Result<PlanRejectParams> parse_plan_reject_params(const nlohmann::json& params);
 Result<PlanMergeParams> parse_plan_merge_params(const nlohmann::json& params);
 
 }  // namespace loopr::proto

@@ -29,11 +29,11 @@ Result<std::optional<std::string>> repository_path(const json& params) {
   return std::optional<std::string>(path);
 }
 
-// params[key] as a whole number in [1, max]; `fallback` when absent.
-Result<std::int64_t> count_param(const json& params, const char* key, std::int64_t fallback,
-                                 std::int64_t max) {
+// params[key] as a whole number in [1, max]; nullopt when absent.
+Result<std::optional<std::int64_t>> count_param(const json& params, const char* key,
+                                                std::int64_t max) {
   auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
+  if (it == params.end() || it->is_null()) return std::optional<std::int64_t>();
   const std::string range = "a whole number from 1 to " + std::to_string(max);
   if (!it->is_number_integer()) return invalid_params(std::string(key) + " must be " + range);
   const bool in_range = it->is_number_unsigned()
@@ -43,7 +43,7 @@ Result<std::int64_t> count_param(const json& params, const char* key, std::int64
   if (!in_range) {
     return invalid_params(std::string(key) + " must be " + range + ", got " + it->dump());
   }
-  return it->get<std::int64_t>();
+  return std::optional<std::int64_t>(it->get<std::int64_t>());
 }
 
 Result<bool> bool_param(const json& params, const char* key) {
@@ -56,14 +56,16 @@ Result<bool> bool_param(const json& params, const char* key) {
 }  // namespace
 
 json to_json(const MemoryListParams& params) {
-  json out = {{"limit", params.limit}};
+  json out = json::object();
   if (params.repo) out["repo"] = *params.repo;
+  if (params.limit) out["limit"] = *params.limit;
   return out;
 }
 
 json to_json(const MemorySearchParams& params) {
-  json out = {{"query", params.query}, {"top_k", params.top_k}};
+  json out = {{"query", params.query}};
   if (params.repo) out["repo"] = *params.repo;
+  if (params.top_k) out["top_k"] = *params.top_k;
   if (params.include_conversation) out["include_conversation"] = true;
   return out;
 }
@@ -81,7 +83,7 @@ Result<MemoryListParams> parse_memory_list_params(const json& params) {
   auto repo = repository_path(params);
   if (!repo) return std::move(repo).error();
   out.repo = std::move(*repo);
-  auto limit = count_param(params, "limit", kDefaultMemoryListLimit, kMaxMemoryListLimit);
+  auto limit = count_param(params, "limit", kMaxMemoryListLimit);
   if (!limit) return std::move(limit).error();
   out.limit = *limit;
   return out;
@@ -99,7 +101,7 @@ Result<MemorySearchParams> parse_memory_search_params(const json& params) {
   auto repo = repository_path(params);
   if (!repo) return std::move(repo).error();
   out.repo = std::move(*repo);
-  auto top_k = count_param(params, "top_k", kDefaultMemoryTopK, kMaxMemoryTopK);
+  auto top_k = count_param(params, "top_k", kMaxMemoryTopK);
   if (!top_k) return std::move(top_k).error();
   out.top_k = *top_k;
   auto conversation = bool_param(params, "include_conversation");

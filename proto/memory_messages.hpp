@@ -24,7 +24,7 @@ inline constexpr std::int64_t kMaxMemoryTopK = 100;
 // inside it); unset: every note.
 struct MemoryListParams {
   std::optional<std::string> repo;
-  std::int64_t limit = kDefaultMemoryListLimit;  // 1 to kMaxMemoryListLimit
+  std::optional<std::int64_t> limit;  // 1 to kMaxMemoryListLimit; unset: the default
   bool operator==(const MemoryListParams&) const = default;
 };
 
@@ -32,7 +32,7 @@ struct MemoryListParams {
 struct MemorySearchParams {
   std::string query;  // not empty
   std::optional<std::string> repo;
-  std::int64_t top_k = kDefaultMemoryTopK;  // 1 to kMaxMemoryTopK
+  std::optional<std::int64_t> top_k;  // 1 to kMaxMemoryTopK; unset: the default
   bool include_conversation = false;
   bool operator==(const MemorySearchParams&) const = default;
 };

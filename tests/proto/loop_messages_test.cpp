@@ -28,9 +28,10 @@ TEST(LoopMessages, RoundTripThroughJson) {
   EXPECT_EQ(*parse_loop_transcript_params(to_json(transcript)), transcript);
   const LoopDeleteParams remove{"c1", true, false};
   EXPECT_EQ(*parse_loop_delete_params(to_json(remove)), remove);
-  const LoopFeedbackParams reject{"p1", "too broad"};
-  EXPECT_EQ(*parse_plan_reject_params(to_json(reject, "reason")), reject);
-  EXPECT_EQ(*parse_loop_rerun_params(to_json(reject)), reject);
+  const PlanRejectParams reject{"p1", "too broad"};
+  EXPECT_EQ(*parse_plan_reject_params(to_json(reject)), reject);
+  const LoopFeedbackParams rerun{"c4", "keep the old flag"};
+  EXPECT_EQ(*parse_loop_rerun_params(to_json(rerun)), rerun);
   const PlanMergeParams merge{"p1", "main"};
   EXPECT_EQ(*parse_plan_merge_params(to_json(merge)), merge);
   const LoopListParams list{"running", "code", true};

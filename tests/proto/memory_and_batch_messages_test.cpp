@@ -15,6 +15,7 @@ TEST(MemoryMessages, RoundTripAndRefusals) {
   EXPECT_EQ(*parse_memory_search_params(to_json(search)), search);
   const MemoryListParams list{std::nullopt, 20};
   EXPECT_EQ(*parse_memory_list_params(to_json(list)), list);
+  EXPECT_EQ(to_json(MemoryListParams{}), json::object());
   EXPECT_EQ(parse_memory_list_params(json{{"limit", 0}}).error().message,
             "limit must be a whole number from 1 to 1000, got 0");
   EXPECT_EQ(parse_memory_list_params(json{{"repo", "rel"}}).error().message,
