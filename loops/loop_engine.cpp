@@ -159,19 +159,19 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   if (task.size() > kMaxTaskBytes) return invalid("the task is over 256 KiB");
   auto repo = real_folder(params.repo, "repo");
   if (!repo) return std::move(repo).error();
-  const std::string* base = &params.base;
+  const std::string& base = params.base;
 
-  const std::string* provider_name = params.provider ? &*params.provider : &settings.llm.provider;
-  if (!settings.providers.count(*provider_name)) {
+  const std::string& provider_name = params.provider ? *params.provider : settings.llm.provider;
+  if (!settings.providers.count(provider_name)) {
     std::string names;
     for (const auto& [name, p] : settings.providers)
       names += (names.empty() ? "" : ", ") + name;
-    return invalid("no provider '" + provider_name->substr(0, 64) + "'",
+    return invalid("no provider '" + provider_name.substr(0, 64) + "'",
                    "providers in loopr.toml: " + names);
   }
-  auto provider = services_.provider(*provider_name);
+  auto provider = services_.provider(provider_name);
   if (!provider) return std::move(provider).error();
-  const std::string* model = params.model ? &*params.model : &(*provider)->model();
+  const std::string& model = params.model ? *params.model : (*provider)->model();
 
   const config::LoopSettings& loop_settings = settings.loops.at(type);
   const std::int64_t max_iterations = params.max_iterations.value_or(loop_settings.max_iterations);
@@ -188,19 +188,19 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   const bool document_loop = type != "code";
   const bool repo_validates =
       repo_settings->sources.at("commands.validate") != repos::Source::daemon_default;
-  const std::string* validate =
-      params.validate ? &*params.validate
+  const std::string& validate =
+      params.validate ? *params.validate
       : (loop_settings.validation_command.empty() || repo_validates) && !document_loop
-          ? &repo_settings->commands.validate
-          : &loop_settings.validation_command;
-  if (!document_loop && validate->find_first_not_of(" \t\r\n") == std::string::npos) {
+          ? repo_settings->commands.validate
+          : loop_settings.validation_command;
+  if (!document_loop && validate.find_first_not_of(" \t\r\n") == std::string::npos) {
     return invalid("no validation command for this loop",
                    "pass one (looprctl loop run --validate \"make test\"), or set [loops." + type +
                        "] validation_command or [commands] validate in loopr.toml, or validate "
                        "for this repository (its [[repositories]] entry, or its trusted "
                        ".loopr/loopr.toml)");
   }
-  if (params.include_uncommitted && !base->empty()) {
+  if (params.include_uncommitted && !base.empty()) {
     return invalid("include_uncommitted starts from the checkout as it is, so it takes no `base`",
                    "drop --base, or commit the changes and pass --base");
   }
@@ -226,9 +226,9 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   if (!plan_limits) return std::move(plan_limits).error();
   const bool wants_usd =
       limits->usd || settings.budgets.global.usd || (type == "plan" && plan_limits->usd);
-  if (wants_usd && !settings.prices.count(*model)) {
-    return invalid("a USD budget needs the price of model '" + model->substr(0, 100) + "'",
-                   "add [prices.\"" + *model +
+  if (wants_usd && !settings.prices.count(model)) {
+    return invalid("a USD budget needs the price of model '" + model.substr(0, 100) + "'",
+                   "add [prices.\"" + model +
                        "\"] with input_usd_per_mtok and output_usd_per_mtok to loopr.toml, "
                        "or budget tokens instead");
   }
@@ -241,10 +241,10 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   spec.type = type;
   spec.task = task;
   spec.repo = *repo;
-  spec.base = *base;
-  spec.provider = *provider_name;
-  spec.model = *model;
-  spec.validate = *validate;
+  spec.base = base;
+  spec.provider = provider_name;
+  spec.model = model;
+  spec.validate = validate;
   spec.prompt_template = loop_settings.prompt_template;
   spec.tools = loop_settings.tools;
   spec.max_iterations = max_iterations;
@@ -260,20 +260,20 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
 
 asio::awaitable<Result<json>> LoopEngine::create(proto::LoopCreateParams params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
-  const std::string* type = &params.type;
-  if (!is_known_type(*type)) {
-    co_return invalid("unknown loop type '" + type->substr(0, 64) + "'",
+  const std::string& type = params.type;
+  if (!is_known_type(type)) {
+    co_return invalid("unknown loop type '" + type.substr(0, 64) + "'",
                       "loop types: plan, spec, phase, code");
   }
-  if (*type == "plan") {
+  if (type == "plan") {
     co_return invalid("a plan is made with loop.create_plan",
                       "looprctl plan \"DESCRIPTION\" --repo DIR");
   }
-  if (*type != "code") {
-    co_return invalid("a " + *type + " loop is started by a plan, not on its own",
+  if (type != "code") {
+    co_return invalid("a " + type + " loop is started by a plan, not on its own",
                       "run a code loop: type \"code\", or make a plan: looprctl plan");
   }
-  auto spec = spec_from_params(params.spec, *type, params.task);
+  auto spec = spec_from_params(params.spec, type, params.task);
   if (!spec) co_return std::move(spec).error();
   if (auto read = co_await read_checkout(*spec); !read) co_return std::move(read).error();
   co_return co_await start_now_or_queue(std::move(*spec));
@@ -316,13 +316,13 @@ asio::awaitable<Result<void>> LoopEngine::read_checkout(LoopSpec& spec) {
 }
 
 Result<json> LoopEngine::list(const proto::LoopListParams& params) const {
-  const std::string* status = &params.status;
-  if (!status->empty() && !parse_loop_status(*status)) {
-    return invalid("unknown status '" + status->substr(0, 64) + "'",
+  const std::string& status = params.status;
+  if (!status.empty() && !parse_loop_status(status)) {
+    return invalid("unknown status '" + status.substr(0, 64) + "'",
                    "statuses: queued, running, paused, awaiting_approval, waiting, completed, "
                    "failed, cancelled, budget_exhausted, stuck, rejected, invalidated, blocked");
   }
-  const std::string* type = &params.type;
+  const std::string& type = params.type;
   const bool include_deleted = params.include_deleted;
   std::vector<std::shared_ptr<LoopRun>> ordered;
   for (const auto& [id, run] : runs_)
@@ -331,8 +331,8 @@ Result<json> LoopEngine::list(const proto::LoopListParams& params) const {
             [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   json loops = json::array();
   for (const auto& run : ordered) {
-    if (!status->empty() && to_string(run->status()) != *status) continue;
-    if (!type->empty() && run->spec().type != *type) continue;
+    if (!status.empty() && to_string(run->status()) != status) continue;
+    if (!type.empty() && run->spec().type != type) continue;
     if (run->progress().deleted && !include_deleted) continue;
     loops.push_back(run->to_json(false));
   }
