@@ -53,9 +53,8 @@ Result<nlohmann::json> object_in(const nlohmann::json& result, const char* key,
 
 Result<nlohmann::json> subscribe_events(ControlClient& client, std::vector<std::string> topics,
                                         const std::optional<std::string>& loop_id) {
-  nlohmann::json params = {{"topics", std::move(topics)}};
-  if (loop_id) params["loop_id"] = *loop_id;
-  auto subscribed = client.call("events.subscribe", std::move(params));
+  auto subscribed =
+      client.call<proto::methods::EventsSubscribe>({std::move(topics), loop_id, false});
   if (!subscribed) return subscribed;
   if (!subscribed->is_object()) {
     return make_error(errc::protocol, "the events.subscribe result is not an object");

@@ -33,6 +33,7 @@
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "proto/control_messages.hpp"
+#include "proto/control_methods.hpp"
 #include "proto/line_codec.hpp"
 
 namespace loopr::client {
@@ -65,6 +66,13 @@ class ControlClient {
   Result<nlohmann::json> call(const std::string& method,
                               nlohmann::json params = nlohmann::json::object(),
                               std::optional<Milliseconds> timeout = std::nullopt);
+  // The `result` of control method M (a descriptor of
+  // proto/control_methods.hpp), the request written from M's typed Params.
+  template <class M>
+  Result<nlohmann::json> call(const typename M::Params& params,
+                              std::optional<Milliseconds> timeout = std::nullopt) {
+    return call(std::string(M::name), proto::to_json(params), timeout);
+  }
   // The same, but each event that arrives while waiting goes to `on_event`
   // (on this thread, before the reply is returned) instead of the queue.
   using EventHandler = std::function<void(const proto::Event&)>;

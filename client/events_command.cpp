@@ -12,8 +12,7 @@ int run_events(const CommandContext& context, const EventsOptions& options) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
   auto subscribed =
-      client->call("events.subscribe",
-                   proto::to_json(proto::SubscribeParams{options.topics, std::nullopt, false}));
+      client->call<proto::methods::EventsSubscribe>({options.topics, std::nullopt, false});
   if (!subscribed) return context.fail(subscribed.error());
   if (!subscribed->is_object()) {
     return context.fail(make_error(errc::protocol, "the events.subscribe result is not an object"));

@@ -9,6 +9,7 @@
 #include "client/client_paths.hpp"
 #include "client/commands.hpp"
 #include "client/loop_follow.hpp"
+#include "client/loop_spec_params.hpp"
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
@@ -28,16 +29,17 @@ constexpr std::size_t kMaxTranscriptPages = 100'000;
 constexpr Milliseconds kCancelWait{60'000};
 
 json create_params(const LoopRunOptions& options, const std::string& repo) {
-  json params = {{"type", options.type}, {"task", options.task}, {"repo", repo}};
-  if (options.base) params["base"] = *options.base;
-  if (options.provider) params["provider"] = *options.provider;
-  if (options.model) params["model"] = *options.model;
-  if (options.max_iterations) params["max_iterations"] = *options.max_iterations;
-  if (options.budget_usd) params["budget"] = {{"usd", *options.budget_usd}};
-  if (options.validate) params["validate"] = *options.validate;
-  if (options.validate_timeout_s) params["validate_timeout_s"] = *options.validate_timeout_s;
-  if (options.include_uncommitted) params["include_uncommitted"] = true;
-  return params;
+  proto::LoopCreateParams params;
+  params.type = options.type;
+  params.task = options.task;
+  params.spec = spec_params(repo, options.base, options.provider, options.model,
+                            options.validate_timeout_s, options.include_uncommitted);
+  if (options.max_iterations) {
+    params.spec.max_iterations = static_cast<std::int64_t>(*options.max_iterations);
+  }
+  if (options.budget_usd) params.spec.budget = {{"usd", *options.budget_usd}};
+  params.spec.validate = options.validate;
+  return proto::to_json(params);
 }
 
 }  // namespace
@@ -124,7 +126,7 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
   std::string status = started->status;
 
   // The summary comes from the store: events may have been dropped.
-  auto got = client.call("loop.get", {{"id", id}});
+  auto got = client.call<proto::methods::LoopGet>({id});
   if (!got) return context.fail(got.error());
   auto final_loop = object_in(*got, "loop", "loop.get");
   if (!final_loop) return context.fail(final_loop.error());
@@ -140,12 +142,13 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
 // ---- loops, loop show ----
 
 int run_loops(const CommandContext& context, const LoopListOptions& options) {
-  json params = {{"include_deleted", options.all}};
-  if (options.status) params["status"] = *options.status;
-  if (options.type) params["type"] = *options.type;
+  proto::LoopListParams params;
+  params.status = options.status.value_or("");
+  params.type = options.type.value_or("");
+  params.include_deleted = options.all;
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("loop.list", std::move(params));
+  auto result = client->call<proto::methods::LoopList>(params);
   if (!result) return context.fail(result.error());
   auto loops = objects_in(*result, "loops", "loop.list");
   if (!loops) return context.fail(loops.error());
@@ -162,7 +165,7 @@ int run_loops(const CommandContext& context, const LoopListOptions& options) {
 int run_loop_show(const CommandContext& context, const std::string& id) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("loop.get", {{"id", id}});
+  auto result = client->call<proto::methods::LoopGet>({id});
   if (!result) return context.fail(result.error());
   auto loop = object_in(*result, "loop", "loop.get");
   if (!loop) return context.fail(loop.error());
@@ -185,7 +188,7 @@ int run_loop_logs(const CommandContext& context, const LoopLogsOptions& options)
     // arrives as an event too, and the printer skips it by id.
     auto subscribed = subscribe_events(*client, {"loop", "chat", "provider"}, options.id);
     if (!subscribed) return context.fail(subscribed.error());
-    auto got = client->call("loop.get", {{"id", options.id}});
+    auto got = client->call<proto::methods::LoopGet>({options.id});
     if (!got) return context.fail(got.error());
     auto loop = object_in(*got, "loop", "loop.get");
     if (!loop) return context.fail(loop.error());
@@ -199,10 +202,11 @@ int run_loop_logs(const CommandContext& context, const LoopLogsOptions& options)
     if (page == kMaxTranscriptPages) {
       return context.fail(make_error(errc::protocol, "loop.transcript never ends (more: true)"));
     }
-    json params = {{"id", options.id}};
-    if (options.iteration) params["iteration"] = *options.iteration;
-    if (!after.is_null()) params["after"] = after;
-    auto result = client->call("loop.transcript", std::move(params));
+    proto::LoopTranscriptParams params;
+    params.id = options.id;
+    params.iteration = options.iteration;
+    if (after.is_number_integer()) params.after = after.get<std::int64_t>();
+    auto result = client->call<proto::methods::LoopTranscript>(params);
     if (!result) return context.fail(result.error());
     auto steps = objects_in(*result, "steps", "loop.transcript");
     if (!steps) return context.fail(steps.error());
@@ -242,7 +246,7 @@ int run_loop_control(const CommandContext& context, LoopControl control, const s
       return context.fail(subscribed.error());
     }
   }
-  auto result = client->call(method, {{"id", id}});
+  auto result = client->call(method, proto::to_json(proto::LoopIdParams{id}));
   if (!result) return context.fail(result.error());
   auto loop = object_in(*result, "loop", method);
   if (!loop) return context.fail(loop.error());
@@ -281,9 +285,8 @@ int run_loop_control(const CommandContext& context, LoopControl control, const s
 int run_loop_delete(const CommandContext& context, const LoopDeleteOptions& options) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("loop.delete", {{"id", options.id},
-                                             {"remove_worktree", options.remove_worktree},
-                                             {"remove_branch", options.remove_branch}});
+  auto result = client->call<proto::methods::LoopDelete>(
+      {options.id, options.remove_worktree, options.remove_branch});
   if (!result) return context.fail(result.error());
   if (!result->is_object()) {
     return context.fail(make_error(errc::protocol, "the loop.delete result is not an object"));
@@ -306,7 +309,7 @@ int run_loop_delete(const CommandContext& context, const LoopDeleteOptions& opti
 int run_loop_export(const CommandContext& context, const std::string& id) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("loop.export", {{"id", id}});
+  auto result = client->call<proto::methods::LoopExport>({id});
   if (!result) return context.fail(result.error());
   auto turns = objects_in(*result, "turns", "loop.export");
   if (!turns) return context.fail(turns.error());

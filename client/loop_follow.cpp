@@ -300,7 +300,7 @@ Result<std::string> follow_loop(ControlClient& client, LoopPrinter& printer,
   return follow_events(
       client, options, err, [&](const proto::Event& event) { return printer.event(event); },
       [&]() -> Result<std::optional<std::string>> {
-        auto got = client.call("loop.get", {{"id", printer.loop_id()}});
+        auto got = client.call<proto::methods::LoopGet>({printer.loop_id()});
         if (!got) return std::move(got).error();
         const std::string status = loop_status(member(*got, "loop"));
         if (printer.stops_at(status)) return std::optional<std::string>(status);
@@ -412,7 +412,7 @@ Result<std::string> follow_plan(ControlClient& client, PlanTreePrinter& printer,
   return follow_events(
       client, options, err, [&](const proto::Event& event) { return printer.event(event); },
       [&]() -> Result<std::optional<std::string>> {
-        auto got = client.call("plan.get", {{"id", printer.plan_id()}});
+        auto got = client.call<proto::methods::PlanGet>({printer.plan_id()});
         if (!got) return std::move(got).error();
         return printer.snapshot(*got);
       },

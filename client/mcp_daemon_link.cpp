@@ -26,9 +26,8 @@ Result<std::shared_ptr<ControlClient>> McpDaemonLink::take() {
   // Not tool.started: a frame and a wake-up more per call, only to learn a
   // call id that cancelling does without (McpSession::cancel closes the
   // connection of a call looprd has not named, and looprd cancels it).
-  auto subscribed = client->call(
-      "events.subscribe",
-      {{"topics", json::array({"tool.output", "approval.requested"})}, {"own_calls", true}});
+  auto subscribed = client->call<proto::methods::EventsSubscribe>(
+      {{"tool.output", "approval.requested"}, std::nullopt, true});
   if (!subscribed) return std::move(subscribed).error();
   return client;
 }

@@ -8,6 +8,7 @@
 #include "client/memory_view.hpp"
 #include "client/terminal.hpp"
 #include "client/text_format.hpp"
+#include "proto/memory_messages.hpp"
 
 namespace loopr::client {
 namespace {
@@ -15,11 +16,12 @@ namespace {
 using nlohmann::json;
 
 // Adds `repo` to `params` as an absolute path when one was given.
-Result<void> add_repo(json& params, const std::string& repo) {
+// `repo` as the absolute folder the request names; unset when empty.
+Result<void> add_repo(std::optional<std::string>& params_repo, const std::string& repo) {
   if (repo.empty()) return {};
   auto folder = absolute_folder(repo, "the repository", "--repo");
   if (!folder) return std::move(folder).error();
-  params["repo"] = std::move(*folder);
+  params_repo = std::move(*folder);
   return {};
 }
 
@@ -49,10 +51,12 @@ Result<json> call_for_object(const CommandContext& context, const std::string& m
 }  // namespace
 
 int run_memory_list(const CommandContext& context, const MemoryListOptions& options) {
-  json params = json::object();
-  if (auto added = add_repo(params, options.repo); !added) return context.fail(added.error());
-  if (options.limit) params["limit"] = *options.limit;
-  auto result = call_for_object(context, "memory.list", std::move(params));
+  proto::MemoryListParams params;
+  if (auto added = add_repo(params.repo, options.repo); !added) {
+    return context.fail(added.error());
+  }
+  params.limit = options.limit;
+  auto result = call_for_object(context, "memory.list", proto::to_json(params));
   if (!result) return context.fail(result.error());
   auto notes = objects_in(*result, "notes", "memory.list");
   if (!notes) return context.fail(notes.error());
@@ -85,11 +89,14 @@ int run_memory_search(const CommandContext& context, const MemorySearchOptions& 
                                    "pass the words to look for, e.g. looprctl memory search "
                                    "\"linker memory\""));
   }
-  json params = {{"query", options.query}};
-  if (auto added = add_repo(params, options.repo); !added) return context.fail(added.error());
-  if (options.top_k) params["top_k"] = *options.top_k;
-  if (options.conversation) params["include_conversation"] = true;
-  auto result = call_for_object(context, "memory.search", std::move(params));
+  proto::MemorySearchParams params;
+  params.query = options.query;
+  if (auto added = add_repo(params.repo, options.repo); !added) {
+    return context.fail(added.error());
+  }
+  params.top_k = options.top_k;
+  params.include_conversation = options.conversation;
+  auto result = call_for_object(context, "memory.search", proto::to_json(params));
   if (!result) return context.fail(result.error());
   auto hits = objects_in(*result, "results", "memory.search");
   if (!hits) return context.fail(hits.error());
@@ -108,7 +115,8 @@ int run_memory_search(const CommandContext& context, const MemorySearchOptions& 
 }
 
 int run_memory_show(const CommandContext& context, const std::string& note_id) {
-  auto result = call_for_object(context, "memory.get", {{"note_id", note_id}});
+  auto result =
+      call_for_object(context, "memory.get", proto::to_json(proto::NoteIdParams{note_id}));
   if (!result) return context.fail(result.error());
   if (context.json) {
     context.print_json(*result);
@@ -119,7 +127,8 @@ int run_memory_show(const CommandContext& context, const std::string& note_id) {
 }
 
 int run_memory_delete(const CommandContext& context, const std::string& note_id) {
-  auto result = call_for_object(context, "memory.delete", {{"note_id", note_id}});
+  auto result =
+      call_for_object(context, "memory.delete", proto::to_json(proto::NoteIdParams{note_id}));
   if (!result) return context.fail(result.error());
   if (context.json) {
     context.print_json(*result);

@@ -8,6 +8,7 @@
 
 #include "client/client_paths.hpp"
 #include "client/loop_follow.hpp"
+#include "client/loop_spec_params.hpp"
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
@@ -21,14 +22,12 @@ constexpr std::size_t kReasonWidth = 200;
 constexpr std::size_t kFilesShown = 20;
 
 json create_params(const PlanCreateOptions& options, const std::string& repo) {
-  json params = {{"description", options.description}, {"repo", repo}};
-  if (options.base) params["base"] = *options.base;
-  if (options.provider) params["provider"] = *options.provider;
-  if (options.model) params["model"] = *options.model;
-  if (options.budget_usd) params["plan_budget"] = {{"usd", *options.budget_usd}};
-  if (options.validate_timeout_s) params["validate_timeout_s"] = *options.validate_timeout_s;
-  if (options.include_uncommitted) params["include_uncommitted"] = true;
-  return params;
+  proto::LoopCreatePlanParams params;
+  params.description = options.description;
+  params.spec = spec_params(repo, options.base, options.provider, options.model,
+                            options.validate_timeout_s, options.include_uncommitted);
+  if (options.budget_usd) params.spec.plan_budget = {{"usd", *options.budget_usd}};
+  return proto::to_json(params);
 }
 
 std::string plural(std::size_t count, const char* noun) {
@@ -130,7 +129,7 @@ int run_plan_create(const CommandContext& context, const PlanCreateOptions& opti
   std::string status = started->status;
 
   // What follows comes from the store: events may have been dropped.
-  auto got = started->client.call("plan.get", {{"id", id}});
+  auto got = started->client.call<proto::methods::PlanGet>({id});
   if (!got) return context.fail(got.error());
   auto plan = object_in(*got, "plan", "plan.get");
   if (!plan) return context.fail(plan.error());
@@ -157,7 +156,7 @@ int run_plan_create(const CommandContext& context, const PlanCreateOptions& opti
 int run_plan_show(const CommandContext& context, const std::string& id) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("plan.get", {{"id", id}});
+  auto result = client->call<proto::methods::PlanGet>({id});
   if (!result) return context.fail(result.error());
   auto plan = object_in(*result, "plan", "plan.get");
   if (!plan) return context.fail(plan.error());
@@ -199,7 +198,7 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
         *client, {"loop.updated", "loop.merged", "loop.merge_conflict", "plan"}, std::nullopt);
     if (!subscribed) return context.fail(subscribed.error());
   }
-  auto result = client->call("plan.approve", {{"id", id}});
+  auto result = client->call<proto::methods::PlanApprove>({id});
   if (!result) return context.fail(result.error());
   auto plan = object_in(*result, "plan", "plan.approve");
   if (!plan) return context.fail(plan.error());
@@ -230,7 +229,7 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
     status = *followed;
   }
 
-  auto got = client->call("plan.get", {{"id", id}});
+  auto got = client->call<proto::methods::PlanGet>({id});
   if (!got) return context.fail(got.error());
   auto final_plan = object_in(*got, "plan", "plan.get");
   if (!final_plan) return context.fail(final_plan.error());
@@ -247,11 +246,9 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
 
 int run_plan_reject(const CommandContext& context, const std::string& id,
                     const std::optional<std::string>& reason) {
-  json params = {{"id", id}};
-  if (reason) params["reason"] = *reason;
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("plan.reject", std::move(params));
+  auto result = client->call<proto::methods::PlanReject>({id, reason.value_or("")});
   if (!result) return context.fail(result.error());
   auto plan = object_in(*result, "plan", "plan.reject");
   if (!plan) return context.fail(plan.error());
@@ -273,7 +270,7 @@ int run_plan_iterate(const CommandContext& context, const std::string& id,
   }
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("plan.iterate", {{"id", id}, {"feedback", feedback}});
+  auto result = client->call<proto::methods::PlanIterate>({id, feedback});
   if (!result) return context.fail(result.error());
   auto plan = object_in(*result, "plan", "plan.iterate");
   if (!plan) return context.fail(plan.error());
@@ -295,9 +292,7 @@ int run_loop_rerun(const CommandContext& context, const std::string& id,
                    const std::string& feedback) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  json params = {{"id", id}};
-  if (!blank(feedback)) params["feedback"] = feedback;
-  auto result = client->call("loop.rerun", params);
+  auto result = client->call<proto::methods::LoopRerun>({id, blank(feedback) ? "" : feedback});
   if (!result) return context.fail(result.error());
   auto loop = object_in(*result, "loop", "loop.rerun");
   if (!loop) return context.fail(loop.error());
@@ -327,11 +322,9 @@ int run_loop_rerun(const CommandContext& context, const std::string& id,
 
 int run_plan_merge(const CommandContext& context, const std::string& id,
                    const std::optional<std::string>& into) {
-  json params = {{"id", id}};
-  if (into) params["into"] = *into;
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("plan.merge", std::move(params));
+  auto result = client->call<proto::methods::PlanMerge>({id, into.value_or("")});
   if (!result) {
     const int status = context.fail(result.error());
     print_refused_files(result.error(), context.err);
@@ -365,7 +358,7 @@ int run_plan_merge(const CommandContext& context, const std::string& id,
 int run_gc(const CommandContext& context, bool dry_run) {
   auto client = context.open();
   if (!client) return context.fail(client.error());
-  auto result = client->call("loop.gc", {{"dry_run", dry_run}});
+  auto result = client->call<proto::methods::LoopGc>({dry_run});
   if (!result) return context.fail(result.error());
   auto removed = objects_in(*result, "removed_worktrees", "loop.gc", false);
   if (!removed) return context.fail(removed.error());

@@ -42,7 +42,7 @@ Result<json> call_repo(const CommandContext& context, const std::string& method,
   if (!folder) return std::move(folder).error();
   auto client = context.open();
   if (!client) return std::move(client).error();
-  auto result = client->call(method, json{{"repo", *folder}});
+  auto result = client->call(method, proto::to_json(proto::RepoParams{*folder}));
   if (!result) return result;
   if (!result->is_object()) {
     return make_error(errc::protocol, "the " + method + " result is not an object");

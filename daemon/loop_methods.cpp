@@ -1,82 +1,66 @@
 // The loop.* and plan.* control methods (docs/control-protocol.md "Loops",
-// "Plans"): thin
-// handlers over the LoopEngine, which owns their parameters' rules.
+// "Plans"): each descriptor's handler is the LoopEngine's own method, which
+// takes the typed params of proto/loop_messages.hpp.
 #include "daemon/methods.hpp"
 
 namespace loopr::daemon {
 
-using nlohmann::json;
-
-asio::awaitable<Result<json>> MethodRegistry::loop_create(ClientSession&, const json& params) {
-  co_return co_await services_.loops.create(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_list(ClientSession&, const json& params) {
-  co_return services_.loops.list(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_get(ClientSession&, const json& params) {
-  co_return services_.loops.get(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_transcript(ClientSession&, const json& params) {
-  co_return services_.loops.transcript(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_diff(ClientSession&, const json& params) {
-  co_return co_await services_.loops.diff(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_export(ClientSession&, const json& params) {
-  co_return services_.loops.export_turns(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_pause(ClientSession&, const json& params) {
-  co_return services_.loops.pause(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_resume(ClientSession&, const json& params) {
-  co_return services_.loops.resume(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_cancel(ClientSession&, const json& params) {
-  co_return services_.loops.cancel(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_delete(ClientSession&, const json& params) {
-  co_return co_await services_.loops.remove(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_create_plan(ClientSession&, const json& params) {
-  co_return co_await services_.loops.create_plan(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_gc(ClientSession&, const json& params) {
-  co_return co_await services_.loops.gc(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::loop_rerun(ClientSession&, const json& params) {
-  co_return co_await services_.loops.rerun(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::plan_get(ClientSession&, const json& params) {
-  co_return services_.loops.plan_get(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::plan_approve(ClientSession&, const json& params) {
-  co_return co_await services_.loops.plan_approve(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::plan_reject(ClientSession&, const json& params) {
-  co_return co_await services_.loops.plan_reject(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::plan_iterate(ClientSession&, const json& params) {
-  co_return co_await services_.loops.plan_iterate(params);
-}
-
-asio::awaitable<Result<json>> MethodRegistry::plan_merge(ClientSession&, const json& params) {
-  co_return co_await services_.loops.plan_merge(params);
+void MethodRegistry::add_loop_methods() {
+  namespace methods = proto::methods;
+  loops::LoopEngine& loops = services_.loops;
+  // Synchronous methods are called here; a coroutine takes its params by
+  // value, so nothing it holds refers to this lambda's arguments.
+  add<methods::LoopCreate>([&loops](ClientSession&, proto::LoopCreateParams params) {
+    return loops.create(std::move(params));
+  });
+  add<methods::LoopList>(
+      [&loops](ClientSession&, const proto::LoopListParams& params) { return loops.list(params); });
+  add<methods::LoopGet>(
+      [&loops](ClientSession&, const proto::LoopIdParams& params) { return loops.get(params.id); });
+  add<methods::LoopTranscript>([&loops](ClientSession&, const proto::LoopTranscriptParams& params) {
+    return loops.transcript(params);
+  });
+  add<methods::LoopExport>([&loops](ClientSession&, const proto::LoopIdParams& params) {
+    return loops.export_turns(params.id);
+  });
+  add<methods::LoopDiff>([&loops](ClientSession&, proto::LoopDiffParams params) {
+    return loops.diff(std::move(params));
+  });
+  add<methods::LoopPause>([&loops](ClientSession&, const proto::LoopIdParams& params) {
+    return loops.pause(params.id);
+  });
+  add<methods::LoopResume>([&loops](ClientSession&, const proto::LoopIdParams& params) {
+    return loops.resume(params.id);
+  });
+  add<methods::LoopCancel>([&loops](ClientSession&, const proto::LoopIdParams& params) {
+    return loops.cancel(params.id);
+  });
+  add<methods::LoopDelete>([&loops](ClientSession&, proto::LoopDeleteParams params) {
+    return loops.remove(std::move(params));
+  });
+  add<methods::LoopCreatePlan>([&loops](ClientSession&, proto::LoopCreatePlanParams params) {
+    return loops.create_plan(std::move(params));
+  });
+  add<methods::LoopGc>(
+      [&loops](ClientSession&, proto::LoopGcParams params) { return loops.gc(params); });
+  add<methods::LoopRerun>([&loops](ClientSession&, proto::LoopFeedbackParams params) {
+    return loops.rerun(std::move(params));
+  });
+  add<methods::PlanGet>([&loops](ClientSession&, const proto::LoopIdParams& params) {
+    return loops.plan_get(params.id);
+  });
+  add<methods::PlanApprove>([&loops](ClientSession&, proto::LoopIdParams params) {
+    return loops.plan_approve(std::move(params.id));
+  });
+  add<methods::PlanReject>([&loops](ClientSession&, proto::PlanRejectParams params) {
+    return loops.plan_reject(std::move(params));
+  });
+  add<methods::PlanIterate>([&loops](ClientSession&, proto::LoopFeedbackParams params) {
+    return loops.plan_iterate(std::move(params));
+  });
+  add<methods::PlanMerge>([&loops](ClientSession&, proto::PlanMergeParams params) {
+    return loops.plan_merge(std::move(params));
+  });
 }
 
 }  // namespace loopr::daemon

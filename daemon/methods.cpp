@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <stdexcept>
 
 #include "proto/control_messages.hpp"
 
@@ -24,16 +25,12 @@ Error rpc_error(proto::ControlErrorCode code, std::string message, std::string h
   return error;
 }
 
-Error invalid_params(std::string message, std::string hint = {}) {
-  return rpc_error(proto::ControlErrorCode::invalid_params, std::move(message), std::move(hint));
-}
+using proto::invalid_params;
 
 // tool.batch: one model turn's calls. Its reply is one line (16 MiB at
 // most): past kMaxBatchReplyBytes the largest outputs are dropped, each with
 // an error saying to run that call alone.
-constexpr std::size_t kMaxBatchCalls = 64;
 constexpr std::size_t kMaxBatchReplyBytes = std::size_t{12} * 1024 * 1024;
-constexpr std::size_t kMaxToolNameBytes = 256;
 
 // Ties a call to the connection that made it: cancelled when it disconnects.
 void bind_to_session(ToolCallRequest& request, ClientSession& session) {
@@ -102,45 +99,70 @@ const std::vector<std::string_view> kEventTopics = {"tool",
 }  // namespace
 
 MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(services)) {
-  methods_ = {
-      {"initialize", {&MethodRegistry::initialize, false}},
-      {"ping", {&MethodRegistry::ping, false}},
-      {"tool.list", {&MethodRegistry::tool_list}},
-      {"tool.call", {&MethodRegistry::tool_call}},
-      {"tool.batch", {&MethodRegistry::tool_batch}},
-      {"tool.cancel", {&MethodRegistry::tool_cancel}},
-      {"approval.list", {&MethodRegistry::approval_list}},
-      {"approval.approve", {&MethodRegistry::approval_approve}},
-      {"approval.deny", {&MethodRegistry::approval_deny}},
-      {"events.subscribe", {&MethodRegistry::events_subscribe}},
-      {"metrics.get", {&MethodRegistry::metrics_get}},
-      {"daemon.shutdown", {&MethodRegistry::daemon_shutdown}},
-      {"loop.create", {&MethodRegistry::loop_create}},
-      {"loop.list", {&MethodRegistry::loop_list}},
-      {"loop.get", {&MethodRegistry::loop_get}},
-      {"loop.transcript", {&MethodRegistry::loop_transcript}},
-      {"loop.export", {&MethodRegistry::loop_export}},
-      {"loop.diff", {&MethodRegistry::loop_diff}},
-      {"loop.pause", {&MethodRegistry::loop_pause}},
-      {"loop.resume", {&MethodRegistry::loop_resume}},
-      {"loop.cancel", {&MethodRegistry::loop_cancel}},
-      {"loop.delete", {&MethodRegistry::loop_delete}},
-      {"loop.create_plan", {&MethodRegistry::loop_create_plan}},
-      {"loop.gc", {&MethodRegistry::loop_gc}},
-      {"loop.rerun", {&MethodRegistry::loop_rerun}},
-      {"plan.get", {&MethodRegistry::plan_get}},
-      {"plan.approve", {&MethodRegistry::plan_approve}},
-      {"plan.reject", {&MethodRegistry::plan_reject}},
-      {"plan.iterate", {&MethodRegistry::plan_iterate}},
-      {"plan.merge", {&MethodRegistry::plan_merge}},
-      {"memory.list", {&MethodRegistry::memory_list}},
-      {"memory.search", {&MethodRegistry::memory_search}},
-      {"memory.get", {&MethodRegistry::memory_get}},
-      {"memory.delete", {&MethodRegistry::memory_delete}},
-      {"repo.trust", {&MethodRegistry::repo_trust}},
-      {"repo.untrust", {&MethodRegistry::repo_untrust}},
-      {"repo.show", {&MethodRegistry::repo_show}},
-  };
+  add_core_methods();
+  add_loop_methods();
+  add_memory_methods();
+  add_repo_methods();
+  // Start-up, not a request: a descriptor without its handler is a bug that
+  // stops looprd before it listens.
+  for (const proto::MethodInfo& method : proto::kControlMethodInfos) {
+    if (!methods_.count(method.name)) {
+      throw std::logic_error("no handler for control method " + std::string(method.name));
+    }
+  }
+  if (methods_.size() != proto::kControlMethodInfos.size()) {
+    throw std::logic_error("a control method is handled that has no descriptor");
+  }
+}
+
+void MethodRegistry::add_core_methods() {
+  namespace methods = proto::methods;
+  add<methods::Initialize>([this](ClientSession& session, proto::InitializeParams params) {
+    return initialize(session, std::move(params));
+  });
+  add<methods::Ping>([this](ClientSession&, proto::NoParams) -> Result<proto::PingResult> {
+    const auto uptime = std::chrono::steady_clock::now() - services_.started;
+    return proto::PingResult{std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()};
+  });
+  add<methods::ToolList>([this](ClientSession&, proto::NoParams) -> Result<proto::Document> {
+    return json{{"tools", services_.router.tools_json()}};
+  });
+  add<methods::ToolCall>([this](ClientSession& session, proto::ToolCallParams params) {
+    return tool_call(session, std::move(params));
+  });
+  add<methods::ToolBatch>([this](ClientSession& session, proto::ToolBatchParams params) {
+    return tool_batch(session, std::move(params));
+  });
+  add<methods::ToolCancel>(
+      [this](ClientSession&, proto::ToolCancelParams params) -> Result<proto::ToolCancelResult> {
+        return proto::ToolCancelResult{services_.router.cancel(params.call_id)};
+      });
+  add<methods::ApprovalList>([this](ClientSession&, proto::NoParams) -> Result<proto::Document> {
+    return json{{"approvals", services_.approvals.pending_json()}};
+  });
+  add<methods::ApprovalApprove>(
+      [this](ClientSession&,
+             proto::ApprovalDecisionParams params) -> Result<proto::ApprovalDecisionResult> {
+        auto decided = services_.approvals.decide(params.id, true, "");
+        if (!decided) return std::move(decided).error();
+        return proto::ApprovalDecisionResult{params.id, true};
+      });
+  add<methods::ApprovalDeny>([this](ClientSession&, proto::ApprovalDecisionParams params)
+                                 -> Result<proto::ApprovalDecisionResult> {
+    auto decided =
+        services_.approvals.decide(params.id, false, params.reason.value_or("denied by the user"));
+    if (!decided) return std::move(decided).error();
+    return proto::ApprovalDecisionResult{params.id, false};
+  });
+  add<methods::EventsSubscribe>([this](ClientSession& session, proto::SubscribeParams params) {
+    return events_subscribe(session, std::move(params));
+  });
+  add<methods::MetricsGet>([this](ClientSession&, proto::NoParams) { return metrics_get(); });
+  add<methods::DaemonShutdown>(
+      [this](ClientSession&, proto::NoParams) -> Result<proto::ShutdownResult> {
+        services_.request_shutdown();
+        return proto::ShutdownResult{};
+      });
 }
 
 std::vector<std::string> MethodRegistry::method_names() const {
@@ -163,14 +185,14 @@ asio::awaitable<proto::Response> MethodRegistry::dispatch(ClientSession& session
                                 "unknown method '" + request.method + "'",
                                 json{{"methods", method_names()}}});
   }
-  if (method->second.needs_initialize && !session.initialized) {
+  if (method->second.flags.needs_initialize && !session.initialized) {
     co_return proto::Response::failure(
         id,
         proto::ControlError{static_cast<int>(proto::ControlErrorCode::invalid_request),
                             "send initialize {client, version} before " + request.method, nullptr});
   }
-  if (services_.shutting_down && services_.shutting_down() && request.method != "ping" &&
-      request.method != "daemon.shutdown") {
+  if (!method->second.flags.allowed_while_shutting_down && services_.shutting_down &&
+      services_.shutting_down()) {
     co_return proto::Response::failure(
         id, proto::control_error_from(make_error(
                 "shutting_down", "looprd is shutting down and takes no new " + request.method,
@@ -178,7 +200,7 @@ asio::awaitable<proto::Response> MethodRegistry::dispatch(ClientSession& session
   }
   std::optional<Error> failure;
   try {
-    auto result = co_await (this->*method->second.handler)(session, request.params);
+    auto result = co_await method->second.call(session, request.params);
     if (result) co_return proto::Response::success(id, std::move(*result));
     failure = std::move(result).error();
   } catch (const std::exception& e) {
@@ -189,15 +211,13 @@ asio::awaitable<proto::Response> MethodRegistry::dispatch(ClientSession& session
   co_return proto::Response::failure(id, proto::control_error_from(*failure));
 }
 
-asio::awaitable<Result<json>> MethodRegistry::initialize(ClientSession& session,
-                                                         const json& params) {
-  auto parsed = proto::parse_initialize_params(params);
-  if (!parsed) co_return std::move(parsed).error();
-  if (parsed->version != proto::kProtocolVersion) {
+asio::awaitable<Result<proto::InitializeResult>> MethodRegistry::initialize(
+    ClientSession& session, proto::InitializeParams params) {
+  if (params.version != proto::kProtocolVersion) {
     Error error =
         rpc_error(proto::ControlErrorCode::version_mismatch,
                   "this looprd speaks control protocol " + std::to_string(proto::kProtocolVersion) +
-                      ", the client " + std::to_string(parsed->version),
+                      ", the client " + std::to_string(params.version),
                   "use a looprctl of the same loopr version as the daemon");
     error.details["protocol"] = proto::kProtocolVersion;
     co_return error;
@@ -209,74 +229,36 @@ asio::awaitable<Result<json>> MethodRegistry::initialize(ClientSession& session,
   proto::InitializeResult result;
   result.daemon_version = kDaemonVersion;
   result.capabilities = {{"methods", method_names()}, {"lanes", lanes}};
-  co_return proto::to_json(result);
+  co_return result;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::ping(ClientSession&, const json&) {
-  const auto uptime = std::chrono::steady_clock::now() - services_.started;
-  co_return json{
-      {"pong", true},
-      {"uptime_ms", std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::tool_list(ClientSession&, const json&) {
-  co_return json{{"tools", services_.router.tools_json()}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::tool_call(ClientSession& session,
-                                                        const json& params) {
-  auto parsed = proto::parse_tool_call_params(params);
-  if (!parsed) co_return std::move(parsed).error();
+asio::awaitable<Result<proto::Document>> MethodRegistry::tool_call(ClientSession& session,
+                                                                   proto::ToolCallParams params) {
   ToolCallRequest request;
-  request.tool = std::move(parsed->tool);
-  request.args = std::move(parsed->args);
-  request.worktree = std::move(parsed->worktree);
-  request.session = parsed->loop_id   ? "loop:" + *parsed->loop_id
-                    : parsed->session ? "session:" + *parsed->session
-                                      : session.name();
-  request.timeout_ms = parsed->timeout_ms;
+  request.tool = std::move(params.tool);
+  request.args = std::move(params.args);
+  request.worktree = std::move(params.worktree);
+  request.session = params.loop_id   ? "loop:" + *params.loop_id
+                    : params.session ? "session:" + *params.session
+                                     : session.name();
+  request.timeout_ms = params.timeout_ms;
   bind_to_session(request, session);
   ToolCallOutcome outcome = co_await services_.router.call(std::move(request));
   co_return outcome.to_json();
 }
 
-asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
-                                                         const json& params) {
-  if (!params.contains("calls") || !params["calls"].is_array() || params["calls"].empty()) {
-    co_return invalid_params("tool.batch needs `calls`, a non-empty array of {tool, args}");
-  }
-  if (params["calls"].size() > kMaxBatchCalls) {
-    co_return invalid_params("tool.batch takes at most " + std::to_string(kMaxBatchCalls) +
-                                 " calls, got " + std::to_string(params["calls"].size()),
-                             "split the calls into several batches");
-  }
-  if (!params.contains("worktree") || !params["worktree"].is_string()) {
-    co_return invalid_params("tool.batch needs `worktree`, an absolute path");
-  }
-  std::string scope = session.name();
-  if (params.contains("loop_id")) {
-    if (!params["loop_id"].is_string()) co_return invalid_params("loop_id must be a string");
-    scope = "loop:" + params["loop_id"].get<std::string>();
-  }
+asio::awaitable<Result<proto::Document>> MethodRegistry::tool_batch(ClientSession& session,
+                                                                    proto::ToolBatchParams params) {
+  const std::string scope = params.loop_id ? "loop:" + *params.loop_id : session.name();
   std::vector<ToolCallRequest> requests;
-  std::size_t index = 0;
-  for (const json& call : params["calls"]) {
-    if (!call.is_object() || !call.contains("tool") || !call["tool"].is_string() ||
-        call["tool"].get_ref<const std::string&>().empty() ||
-        call["tool"].get_ref<const std::string&>().size() > kMaxToolNameBytes ||
-        (call.contains("args") && !call["args"].is_object())) {
-      co_return invalid_params("calls[" + std::to_string(index) +
-                               "] must be {tool: string of 1 to " +
-                               std::to_string(kMaxToolNameBytes) + " bytes, args?: object}");
-    }
+  for (proto::ToolBatchCall& call : params.calls) {
     ToolCallRequest request;
-    request.tool = call["tool"].get<std::string>();
-    request.args = call.value("args", json::object());
-    request.worktree = params["worktree"].get<std::string>();
+    request.tool = std::move(call.tool);
+    request.args = std::move(call.args);
+    request.worktree = params.worktree;
     request.session = scope;
     bind_to_session(request, session);
     requests.push_back(std::move(request));
-    ++index;
   }
   auto outcomes = co_await services_.router.batch(std::move(requests));
   json results = json::array();
@@ -286,44 +268,12 @@ asio::awaitable<Result<json>> MethodRegistry::tool_batch(ClientSession& session,
   co_return json{{"results", std::move(results)}};
 }
 
-asio::awaitable<Result<json>> MethodRegistry::tool_cancel(ClientSession&, const json& params) {
-  if (!params.contains("call_id") || !params["call_id"].is_string()) {
-    co_return invalid_params(
-        "tool.cancel needs `call_id`, the id a tool.started event or "
-        "tool.call result gave");
-  }
-  co_return json{{"cancelled", services_.router.cancel(params["call_id"].get<std::string>())}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::approval_list(ClientSession&, const json&) {
-  co_return json{{"approvals", services_.approvals.pending_json()}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::approval_approve(ClientSession&, const json& params) {
-  auto parsed = proto::parse_approval_decision_params(params);
-  if (!parsed) co_return std::move(parsed).error();
-  auto decided = services_.approvals.decide(parsed->id, true, "");
-  if (!decided) co_return std::move(decided).error();
-  co_return json{{"id", parsed->id}, {"approved", true}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::approval_deny(ClientSession&, const json& params) {
-  auto parsed = proto::parse_approval_decision_params(params);
-  if (!parsed) co_return std::move(parsed).error();
-  auto decided =
-      services_.approvals.decide(parsed->id, false, parsed->reason.value_or("denied by the user"));
-  if (!decided) co_return std::move(decided).error();
-  co_return json{{"id", parsed->id}, {"approved", false}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& session,
-                                                               const json& params) {
-  auto parsed = proto::parse_subscribe_params(params);
-  if (!parsed) co_return std::move(parsed).error();
+asio::awaitable<Result<proto::SubscribeParams>> MethodRegistry::events_subscribe(
+    ClientSession& session, proto::SubscribeParams params) {
   // A session that closed while this request was queued has already run its
   // on_close (which unsubscribes): subscribing now would leak.
   if (session.closed()) co_return make_error("cancelled", "the connection is closed");
-  for (const std::string& topic : parsed->topics) {
+  for (const std::string& topic : params.topics) {
     if (std::find(kEventTopics.begin(), kEventTopics.end(), topic) == kEventTopics.end()) {
       std::string known;
       for (auto name : kEventTopics)
@@ -335,7 +285,7 @@ asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& se
   // The sink holds the session weakly: the bus never keeps a closed client alive.
   std::weak_ptr<ClientSession> weak = session.shared_from_this();
   EventBus::Filter own_calls_only;
-  if (parsed->own_calls) {
+  if (params.own_calls) {
     own_calls_only = [&router = services_.router, client = session.id()](const json& data) {
       auto call = data.is_object() ? data.find("call_id") : data.end();
       return call != data.end() && call->is_string() &&
@@ -343,36 +293,30 @@ asio::awaitable<Result<json>> MethodRegistry::events_subscribe(ClientSession& se
     };
   }
   session.subscription = services_.events.subscribe(
-      parsed->topics,
+      params.topics,
       [weak](const std::string& line) {
         if (auto live = weak.lock()) live->send_line(line);
       },
-      parsed->loop_id, std::move(own_calls_only));
-  co_return proto::to_json(*parsed);
+      params.loop_id, std::move(own_calls_only));
+  co_return std::move(params);
 }
 
-asio::awaitable<Result<json>> MethodRegistry::metrics_get(ClientSession&, const json&) {
+Result<proto::Document> MethodRegistry::metrics_get() const {
   json lanes = json::array();
   for (RunnerLink* lane : services_.lanes)
     lanes.push_back(lane->status_json());
   const auto uptime = std::chrono::steady_clock::now() - services_.started;
-  co_return json{
-      {"uptime_ms", std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()},
-      {"rss_bytes", resident_set_bytes()},
-      {"clients", services_.client_count()},
-      {"active_calls", services_.router.active_calls()},
-      {"loops", services_.loops.loop_count()},
-      {"running_loops", services_.loops.running_count()},
-      {"pending_approvals", services_.approvals.pending_count()},
-      {"calls", services_.metrics.calls_json()},
-      {"egress", services_.metrics.egress_json()},
-      {"lanes", std::move(lanes)},
-      {"runner_restarts", services_.metrics.total_runner_restarts()}};
-}
-
-asio::awaitable<Result<json>> MethodRegistry::daemon_shutdown(ClientSession&, const json&) {
-  services_.request_shutdown();
-  co_return json{{"shutting_down", true}};
+  return json{{"uptime_ms", std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count()},
+              {"rss_bytes", resident_set_bytes()},
+              {"clients", services_.client_count()},
+              {"active_calls", services_.router.active_calls()},
+              {"loops", services_.loops.loop_count()},
+              {"running_loops", services_.loops.running_count()},
+              {"pending_approvals", services_.approvals.pending_count()},
+              {"calls", services_.metrics.calls_json()},
+              {"egress", services_.metrics.egress_json()},
+              {"lanes", std::move(lanes)},
+              {"runner_restarts", services_.metrics.total_runner_restarts()}};
 }
 
 }  // namespace loopr::daemon

@@ -1,8 +1,11 @@
-// MethodRegistry: the control methods (DESIGN.md §3, docs/control-protocol.md)
-// as a table of name → handler, in the manner of watchman's command registry.
-// dispatch() is looprd's one dispatch boundary (common/error.hpp): a handler's
-// Error becomes an error reply, and so does any exception that escaped by
-// mistake, so a bug is an error reply, never a crash.
+// MethodRegistry: looprd's handlers of the control methods, one per
+// descriptor of proto/control_methods.hpp (DESIGN.md §3,
+// docs/control-protocol.md). dispatch() is looprd's one dispatch boundary
+// (common/error.hpp): it looks the method up, applies its flags (initialize
+// first, nothing new while shutting down), reads the params into the
+// method's Params type and writes its Reply; a handler's Error becomes an
+// error reply, and so does any exception that escaped by mistake, so a bug is
+// an error reply, never a crash.
 // Threads: io thread only.
 #pragma once
 
@@ -12,6 +15,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -23,6 +28,7 @@
 #include "daemon/tool_router.hpp"
 #include "loops/loop_engine.hpp"
 #include "memory/notebook.hpp"
+#include "proto/control_methods.hpp"
 
 namespace loopr::daemon {
 
@@ -58,56 +64,96 @@ class MethodRegistry {
   std::vector<std::string> method_names() const;
 
  private:
-  using Handler = asio::awaitable<Result<nlohmann::json>> (MethodRegistry::*)(
-      ClientSession&, const nlohmann::json&);
-  struct Method {
-    Handler handler;
-    bool needs_initialize = true;
+  // What dispatch() runs once the method's flags allowed the request: reads
+  // the params into the method's Params, calls its handler, writes the reply.
+  using Call =
+      std::function<asio::awaitable<Result<nlohmann::json>>(ClientSession&, const nlohmann::json&)>;
+  struct Entry {
+    proto::MethodFlags flags;
+    Call call;
   };
 
-  asio::awaitable<Result<nlohmann::json>> initialize(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> ping(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> tool_list(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> tool_call(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> tool_batch(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> tool_cancel(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> approval_list(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> approval_approve(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> approval_deny(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> events_subscribe(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> metrics_get(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> daemon_shutdown(ClientSession&, const nlohmann::json&);
-  // loop.* (loop_methods.cpp)
-  asio::awaitable<Result<nlohmann::json>> loop_create(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_list(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_get(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_transcript(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_export(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_diff(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_pause(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_resume(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_cancel(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_delete(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_create_plan(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_gc(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> loop_rerun(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> plan_get(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> plan_approve(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> plan_reject(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> plan_iterate(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> plan_merge(ClientSession&, const nlohmann::json&);
+  // Registers the handler of method M (a descriptor of proto/control_methods.hpp):
+  // a callable (ClientSession&, M::Params) returning Result<M::Reply>, or an
+  // awaitable of it. It is kept for the registry's lifetime, so a coroutine
+  // it starts may refer to what it captured.
+  template <class M, class Handler>
+  void add(Handler handler);
+  template <class M, class Handler>
+  static asio::awaitable<Result<nlohmann::json>> call_typed(const Handler& handler,
+                                                            ClientSession& session,
+                                                            const nlohmann::json& params);
+  void add_core_methods();
+  void add_loop_methods();    // loop_methods.cpp
+  void add_memory_methods();  // memory_methods.cpp
+  void add_repo_methods();    // repo_methods.cpp
+
+  asio::awaitable<Result<proto::InitializeResult>> initialize(ClientSession&,
+                                                              proto::InitializeParams);
+  asio::awaitable<Result<proto::Document>> tool_call(ClientSession&, proto::ToolCallParams);
+  asio::awaitable<Result<proto::Document>> tool_batch(ClientSession&, proto::ToolBatchParams);
+  asio::awaitable<Result<proto::SubscribeParams>> events_subscribe(ClientSession&,
+                                                                   proto::SubscribeParams);
+  Result<proto::Document> metrics_get() const;
   // memory.* (memory_methods.cpp)
-  asio::awaitable<Result<nlohmann::json>> memory_list(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> memory_search(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> memory_get(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> memory_delete(ClientSession&, const nlohmann::json&);
+  Result<proto::Document> memory_list(const proto::MemoryListParams& params);
+  Result<proto::Document> memory_search(const proto::MemorySearchParams& params);
   // repo.* (repo_methods.cpp)
-  asio::awaitable<Result<nlohmann::json>> repo_trust(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> repo_untrust(ClientSession&, const nlohmann::json&);
-  asio::awaitable<Result<nlohmann::json>> repo_show(ClientSession&, const nlohmann::json&);
+  Result<proto::Document> repo_trust(const proto::RepoParams& params);
+  Result<proto::Document> repo_untrust(const proto::RepoParams& params);
+  Result<proto::Document> repo_show(const proto::RepoParams& params);
 
   DaemonServices services_;
-  std::map<std::string, Method, std::less<>> methods_;
+  std::map<std::string, Entry, std::less<>> methods_;
 };
+
+// ---- add() and call_typed(), used by every *_methods.cpp ----
+
+namespace method_detail {
+
+template <class T>
+inline constexpr bool is_awaitable = false;
+template <class T>
+inline constexpr bool is_awaitable<asio::awaitable<T>> = true;
+
+// A handler's reply as the result a response carries.
+template <class Reply>
+Result<nlohmann::json> reply_json(Result<Reply> reply) {
+  if (!reply) return std::move(reply).error();
+  if constexpr (std::is_same_v<Reply, nlohmann::json>) {
+    return std::move(*reply);
+  } else {
+    return proto::to_json(*reply);
+  }
+}
+
+}  // namespace method_detail
+
+template <class M, class Handler>
+void MethodRegistry::add(Handler handler) {
+  methods_[std::string(M::name)] =
+      Entry{M::flags,
+            [handler = std::move(handler)](ClientSession& session, const nlohmann::json& params) {
+              return call_typed<M>(handler, session, params);
+            }};
+}
+
+template <class M, class Handler>
+asio::awaitable<Result<nlohmann::json>> MethodRegistry::call_typed(const Handler& handler,
+                                                                   ClientSession& session,
+                                                                   const nlohmann::json& params) {
+  using Params = typename M::Params;
+  using Reply = typename M::Reply;
+  Result<Params> parsed = M::parse(params);
+  if (!parsed) co_return std::move(parsed).error();
+  if constexpr (method_detail::is_awaitable<
+                    std::invoke_result_t<const Handler&, ClientSession&, Params>>) {
+    Result<Reply> reply = co_await handler(session, std::move(*parsed));
+    co_return method_detail::reply_json(std::move(reply));
+  } else {
+    Result<Reply> reply = handler(session, std::move(*parsed));
+    co_return method_detail::reply_json(std::move(reply));
+  }
+}
 
 }  // namespace loopr::daemon

@@ -1,7 +1,8 @@
 // The repo.* control methods (docs/control-protocol.md "Repository
 // settings"): the user trusts or untrusts a repository's .loopr/loopr.toml
 // and sees what each of its settings resolves to and where it came from.
-// Thin handlers over repos/, which owns what trust means.
+// Thin handlers over repos/, which owns what trust means; the params are
+// read by proto/memory_messages.hpp.
 #include "daemon/methods.hpp"
 #include "repos/repo_settings.hpp"
 
@@ -19,50 +20,55 @@ Error as_invalid_params(Error error) {
   return error;
 }
 
-// params.repo, a folder, as the repository it belongs to (its top folder).
-Result<std::string> repo_param(const json& params) {
-  auto it = params.find("repo");
-  if (!params.is_object() || it == params.end() || !it->is_string()) {
-    return make_error(errc::invalid_arguments,
-                      "the request needs `repo`, the absolute path of the repository's folder");
-  }
-  auto repo = repos::repository_of(it->get<std::string>());
+// The folder as the repository it belongs to (its top folder).
+Result<std::string> repository_of(const proto::RepoParams& params) {
+  auto repo = repos::repository_of(params.repo);
   if (!repo) return as_invalid_params(std::move(repo).error());
   return repo;
 }
 
 }  // namespace
 
-asio::awaitable<Result<json>> MethodRegistry::repo_trust(ClientSession&, const json& params) {
-  auto repo = repo_param(params);
-  if (!repo) co_return std::move(repo).error();
+Result<proto::Document> MethodRegistry::repo_trust(const proto::RepoParams& params) {
+  auto repo = repository_of(params);
+  if (!repo) return std::move(repo).error();
   auto trusted = repos::trust(services_.store, *repo);
-  if (!trusted) co_return as_invalid_params(std::move(trusted).error());
+  if (!trusted) return as_invalid_params(std::move(trusted).error());
   auto shown = repos::resolve(services_.settings, services_.store, *repo);
-  if (!shown) co_return std::move(shown).error();
+  if (!shown) return std::move(shown).error();
   json result = shown->to_json();
   result["trusted"] = true;
-  co_return result;
+  return result;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::repo_untrust(ClientSession&, const json& params) {
-  auto repo = repo_param(params);
-  if (!repo) co_return std::move(repo).error();
+Result<proto::Document> MethodRegistry::repo_untrust(const proto::RepoParams& params) {
+  auto repo = repository_of(params);
+  if (!repo) return std::move(repo).error();
   auto removed = repos::untrust(services_.store, *repo);
-  if (!removed) co_return std::move(removed).error();
+  if (!removed) return std::move(removed).error();
   auto shown = repos::resolve(services_.settings, services_.store, *repo);
-  if (!shown) co_return std::move(shown).error();
+  if (!shown) return std::move(shown).error();
   json result = shown->to_json();
   result["untrusted"] = *removed;
-  co_return result;
+  return result;
 }
 
-asio::awaitable<Result<json>> MethodRegistry::repo_show(ClientSession&, const json& params) {
-  auto repo = repo_param(params);
-  if (!repo) co_return std::move(repo).error();
+Result<proto::Document> MethodRegistry::repo_show(const proto::RepoParams& params) {
+  auto repo = repository_of(params);
+  if (!repo) return std::move(repo).error();
   auto shown = repos::resolve(services_.settings, services_.store, *repo);
-  if (!shown) co_return std::move(shown).error();
-  co_return shown->to_json();
+  if (!shown) return std::move(shown).error();
+  return shown->to_json();
+}
+
+void MethodRegistry::add_repo_methods() {
+  namespace methods = proto::methods;
+  add<methods::RepoTrust>(
+      [this](ClientSession&, const proto::RepoParams& params) { return repo_trust(params); });
+  add<methods::RepoUntrust>(
+      [this](ClientSession&, const proto::RepoParams& params) { return repo_untrust(params); });
+  add<methods::RepoShow>(
+      [this](ClientSession&, const proto::RepoParams& params) { return repo_show(params); });
 }
 
 }  // namespace loopr::daemon

@@ -29,14 +29,6 @@ using nlohmann::json;
 constexpr std::size_t kMaxTaskBytes = 256 * 1024;
 constexpr std::size_t kMaxTranscriptSteps = 5000;
 
-// params[key] as a string: absent → fallback; another type → an Error.
-Result<std::string> string_param(const json& params, const char* key, std::string fallback = {}) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  if (!it->is_string()) return invalid(std::string(key) + " must be a string");
-  return it->get<std::string>();
-}
-
 Result<std::string> real_folder(const std::string& path, const char* what) {
   if (path.empty() || path.front() != '/') {
     return invalid(std::string(what) + " must be an absolute path, got '" + path + "'");
@@ -147,11 +139,7 @@ std::size_t LoopEngine::running_count() const {
   return count;
 }
 
-Result<std::shared_ptr<LoopRun>> LoopEngine::find(const json& params) const {
-  if (!params.is_object() || !params.contains("id") || !params["id"].is_string()) {
-    return invalid("the request needs `id`, a loop id (see looprctl loops)");
-  }
-  const std::string id = params["id"].get<std::string>();
+Result<std::shared_ptr<LoopRun>> LoopEngine::find(const std::string& id) const {
   auto it = runs_.find(id);
   if (it == runs_.end()) {
     return with_rpc_code(make_error(errc::not_found, "no loop '" + id.substr(0, 100) + "'",
@@ -161,44 +149,32 @@ Result<std::shared_ptr<LoopRun>> LoopEngine::find(const json& params) const {
   return it->second;
 }
 
-Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::string& type,
-                                              const std::string& task) {
+Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& params,
+                                              const std::string& type, const std::string& task) {
   const auto& settings = services_.settings;
   if (task.find_first_not_of(" \t\r\n") == std::string::npos) {
     return invalid(type == "plan" ? "loop.create_plan needs `description`: the change to plan"
                                   : "loop.create needs `task`: what the loop should do");
   }
   if (task.size() > kMaxTaskBytes) return invalid("the task is over 256 KiB");
-  auto repo_param = string_param(params, "repo");
-  if (!repo_param) return std::move(repo_param).error();
-  auto repo = real_folder(*repo_param, "repo");
+  auto repo = real_folder(params.repo, "repo");
   if (!repo) return std::move(repo).error();
-  auto base = string_param(params, "base");
-  if (!base) return std::move(base).error();
+  const std::string& base = params.base;
 
-  auto provider_name = string_param(params, "provider", settings.llm.provider);
-  if (!provider_name) return std::move(provider_name).error();
-  if (!settings.providers.count(*provider_name)) {
+  const std::string& provider_name = params.provider ? *params.provider : settings.llm.provider;
+  if (!settings.providers.count(provider_name)) {
     std::string names;
     for (const auto& [name, p] : settings.providers)
       names += (names.empty() ? "" : ", ") + name;
-    return invalid("no provider '" + provider_name->substr(0, 64) + "'",
+    return invalid("no provider '" + provider_name.substr(0, 64) + "'",
                    "providers in loopr.toml: " + names);
   }
-  auto provider = services_.provider(*provider_name);
+  auto provider = services_.provider(provider_name);
   if (!provider) return std::move(provider).error();
-  auto model = string_param(params, "model", (*provider)->model());
-  if (!model) return std::move(model).error();
+  const std::string& model = params.model ? *params.model : (*provider)->model();
 
   const config::LoopSettings& loop_settings = settings.loops.at(type);
-  std::int64_t max_iterations = loop_settings.max_iterations;
-  if (auto it = params.find("max_iterations"); it != params.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
-        it->get<std::int64_t>() > 10000) {
-      return invalid("max_iterations must be a whole number from 1 to 10000");
-    }
-    max_iterations = it->get<std::int64_t>();
-  }
+  const std::int64_t max_iterations = params.max_iterations.value_or(loop_settings.max_iterations);
   // The repository's own commands and worktree needs (repos/): a file of
   // the repository that is not honoured (untrusted, changed, invalid) where
   // it would decide refuses the loop, saying why.
@@ -212,32 +188,24 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
   const bool document_loop = type != "code";
   const bool repo_validates =
       repo_settings->sources.at("commands.validate") != repos::Source::daemon_default;
-  auto validate =
-      string_param(params, "validate",
-                   (loop_settings.validation_command.empty() || repo_validates) && !document_loop
-                       ? repo_settings->commands.validate
-                       : loop_settings.validation_command);
-  if (!validate) return std::move(validate).error();
-  if (!document_loop && validate->find_first_not_of(" \t\r\n") == std::string::npos) {
+  const std::string& validate =
+      params.validate ? *params.validate
+      : (loop_settings.validation_command.empty() || repo_validates) && !document_loop
+          ? repo_settings->commands.validate
+          : loop_settings.validation_command;
+  if (!document_loop && validate.find_first_not_of(" \t\r\n") == std::string::npos) {
     return invalid("no validation command for this loop",
                    "pass one (looprctl loop run --validate \"make test\"), or set [loops." + type +
                        "] validation_command or [commands] validate in loopr.toml, or validate "
                        "for this repository (its [[repositories]] entry, or its trusted "
                        ".loopr/loopr.toml)");
   }
-  auto include_uncommitted = bool_param(params, "include_uncommitted", false);
-  if (!include_uncommitted) return std::move(include_uncommitted).error();
-  if (*include_uncommitted && !base->empty()) {
+  if (params.include_uncommitted && !base.empty()) {
     return invalid("include_uncommitted starts from the checkout as it is, so it takes no `base`",
                    "drop --base, or commit the changes and pass --base");
   }
-  std::int64_t validate_timeout_s = 0;
-  if (auto it = params.find("validate_timeout_s"); it != params.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
-        it->get<std::int64_t>() > 86400) {
-      return invalid("validate_timeout_s must be a whole number of seconds from 1 to 86400");
-    }
-    validate_timeout_s = it->get<std::int64_t>();
+  const std::int64_t validate_timeout_s = params.validate_timeout_s.value_or(0);
+  if (params.validate_timeout_s) {
     // It can only lower the validate tool's own limit: a higher one would be
     // cut to that limit by the router while the loop's notes quoted it.
     const config::ToolSpec* validate_tool = services_.tools.find_tool("validate");
@@ -252,15 +220,15 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
                          "raise timeout_ms of [tools.validate] in catalog.toml");
     }
   }
-  auto limits = merge_limits(settings.budgets.loop, params.value("budget", json()));
+  auto limits = merge_limits(settings.budgets.loop, params.budget);
   if (!limits) return std::move(limits).error();
-  auto plan_limits = merge_limits(settings.budgets.plan, params.value("plan_budget", json()));
+  auto plan_limits = merge_limits(settings.budgets.plan, params.plan_budget);
   if (!plan_limits) return std::move(plan_limits).error();
   const bool wants_usd =
       limits->usd || settings.budgets.global.usd || (type == "plan" && plan_limits->usd);
-  if (wants_usd && !settings.prices.count(*model)) {
-    return invalid("a USD budget needs the price of model '" + model->substr(0, 100) + "'",
-                   "add [prices.\"" + *model +
+  if (wants_usd && !settings.prices.count(model)) {
+    return invalid("a USD budget needs the price of model '" + model.substr(0, 100) + "'",
+                   "add [prices.\"" + model +
                        "\"] with input_usd_per_mtok and output_usd_per_mtok to loopr.toml, "
                        "or budget tokens instead");
   }
@@ -273,14 +241,14 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
   spec.type = type;
   spec.task = task;
   spec.repo = *repo;
-  spec.base = *base;
-  spec.provider = *provider_name;
-  spec.model = *model;
-  spec.validate = *validate;
+  spec.base = base;
+  spec.provider = provider_name;
+  spec.model = model;
+  spec.validate = validate;
   spec.prompt_template = loop_settings.prompt_template;
   spec.tools = loop_settings.tools;
   spec.max_iterations = max_iterations;
-  spec.include_uncommitted = *include_uncommitted;
+  spec.include_uncommitted = params.include_uncommitted;
   spec.validate_timeout_s = validate_timeout_s;
   spec.repo_settings = true;
   spec.commands = repo_settings->commands;
@@ -290,26 +258,22 @@ Result<LoopSpec> LoopEngine::spec_from_params(const json& params, const std::str
   return spec;
 }
 
-asio::awaitable<Result<json>> LoopEngine::create(const json& params) {
+asio::awaitable<Result<json>> LoopEngine::create(proto::LoopCreateParams params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
-  if (!params.is_object()) co_return invalid("loop.create needs an object of parameters");
-  auto type = string_param(params, "type", "code");
-  if (!type) co_return std::move(type).error();
-  if (!is_known_type(*type)) {
-    co_return invalid("unknown loop type '" + type->substr(0, 64) + "'",
+  const std::string& type = params.type;
+  if (!is_known_type(type)) {
+    co_return invalid("unknown loop type '" + type.substr(0, 64) + "'",
                       "loop types: plan, spec, phase, code");
   }
-  if (*type == "plan") {
+  if (type == "plan") {
     co_return invalid("a plan is made with loop.create_plan",
                       "looprctl plan \"DESCRIPTION\" --repo DIR");
   }
-  if (*type != "code") {
-    co_return invalid("a " + *type + " loop is started by a plan, not on its own",
+  if (type != "code") {
+    co_return invalid("a " + type + " loop is started by a plan, not on its own",
                       "run a code loop: type \"code\", or make a plan: looprctl plan");
   }
-  auto task = string_param(params, "task");
-  if (!task) co_return std::move(task).error();
-  auto spec = spec_from_params(params, *type, *task);
+  auto spec = spec_from_params(params.spec, type, params.task);
   if (!spec) co_return std::move(spec).error();
   if (auto read = co_await read_checkout(*spec); !read) co_return std::move(read).error();
   co_return co_await start_now_or_queue(std::move(*spec));
@@ -351,18 +315,15 @@ asio::awaitable<Result<void>> LoopEngine::read_checkout(LoopSpec& spec) {
   co_return Result<void>{};
 }
 
-Result<json> LoopEngine::list(const json& params) const {
-  const json filters = params.is_object() ? params : json::object();
-  auto status = string_param(filters, "status");
-  if (!status) return std::move(status).error();
-  if (!status->empty() && !parse_loop_status(*status)) {
-    return invalid("unknown status '" + status->substr(0, 64) + "'",
+Result<json> LoopEngine::list(const proto::LoopListParams& params) const {
+  const std::string& status = params.status;
+  if (!status.empty() && !parse_loop_status(status)) {
+    return invalid("unknown status '" + status.substr(0, 64) + "'",
                    "statuses: queued, running, paused, awaiting_approval, waiting, completed, "
                    "failed, cancelled, budget_exhausted, stuck, rejected, invalidated, blocked");
   }
-  auto type = string_param(filters, "type");
-  if (!type) return std::move(type).error();
-  const bool include_deleted = filters.value("include_deleted", false);
+  const std::string& type = params.type;
+  const bool include_deleted = params.include_deleted;
   std::vector<std::shared_ptr<LoopRun>> ordered;
   for (const auto& [id, run] : runs_)
     ordered.push_back(run);
@@ -370,42 +331,28 @@ Result<json> LoopEngine::list(const json& params) const {
             [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   json loops = json::array();
   for (const auto& run : ordered) {
-    if (!status->empty() && to_string(run->status()) != *status) continue;
-    if (!type->empty() && run->spec().type != *type) continue;
+    if (!status.empty() && to_string(run->status()) != status) continue;
+    if (!type.empty() && run->spec().type != type) continue;
     if (run->progress().deleted && !include_deleted) continue;
     loops.push_back(run->to_json(false));
   }
   return json{{"loops", std::move(loops)}};
 }
 
-Result<json> LoopEngine::get(const json& params) const {
-  auto run = find(params);
+Result<json> LoopEngine::get(const std::string& id) const {
+  auto run = find(id);
   if (!run) return std::move(run).error();
   return json{{"loop", (*run)->to_json(true)}};
 }
 
-Result<json> LoopEngine::transcript(const json& params) const {
-  auto run = find(params);
+Result<json> LoopEngine::transcript(const proto::LoopTranscriptParams& params) const {
+  auto run = find(params.id);
   if (!run) return std::move(run).error();
-  std::optional<std::int64_t> iteration;
-  if (auto it = params.find("iteration"); it != params.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return invalid("iteration must be a whole number");
-    iteration = it->get<std::int64_t>();
-  }
-  std::int64_t after = 0;
-  if (auto it = params.find("after"); it != params.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return invalid("after must be a step id");
-    after = it->get<std::int64_t>();
-  }
   std::size_t limit = 1000;
-  if (auto it = params.find("limit"); it != params.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1) {
-      return invalid("limit must be a whole number of at least 1");
-    }
-    limit = std::min<std::size_t>(static_cast<std::size_t>(it->get<std::int64_t>()),
-                                  kMaxTranscriptSteps);
+  if (params.limit) {
+    limit = std::min<std::size_t>(static_cast<std::size_t>(*params.limit), kMaxTranscriptSteps);
   }
-  auto steps = services_.store.loop_steps((*run)->id(), iteration, after, limit + 1);
+  auto steps = services_.store.loop_steps((*run)->id(), params.iteration, params.after, limit + 1);
   if (!steps) return std::move(steps).error();
   const bool more = steps->size() > limit;
   if (more) steps->resize(limit);
@@ -420,17 +367,15 @@ Result<json> LoopEngine::transcript(const json& params) const {
   return json{{"loop_id", (*run)->id()}, {"steps", std::move(out)}, {"more", more}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::diff(const json& params) {
-  auto found = find(params);
+asio::awaitable<Result<json>> LoopEngine::diff(proto::LoopDiffParams params) {
+  auto found = find(params.id);
   if (!found) co_return std::move(found).error();
   const LoopSpec spec = (*found)->spec();
   if (spec.base_commit.empty()) {
     co_return invalid_state("loop " + spec.id + " has not started: it has no branch yet",
                             "it has one once it leaves the queue");
   }
-  auto stat_param = bool_param(params, "stat_only", false);
-  if (!stat_param) co_return std::move(stat_param).error();
-  const bool stat_only = *stat_param;
+  const bool stat_only = params.stat_only;
   auto git_work = [=]() -> Result<json> {
     auto stat = branch_diff(spec.repo, spec.base_commit, spec.branch, true);
     if (!stat) return std::move(stat).error();
@@ -453,8 +398,8 @@ asio::awaitable<Result<json>> LoopEngine::diff(const json& params) {
   co_return co_await offload(git_pool_, git_work);
 }
 
-Result<json> LoopEngine::export_turns(const json& params) const {
-  auto run = find(params);
+Result<json> LoopEngine::export_turns(const std::string& id) const {
+  auto run = find(id);
   if (!run) return std::move(run).error();
   json turns = json::array();
   std::int64_t after = 0;
@@ -471,8 +416,8 @@ Result<json> LoopEngine::export_turns(const json& params) const {
   return json{{"loop_id", (*run)->id()}, {"turns", std::move(turns)}};
 }
 
-Result<json> LoopEngine::pause(const json& params) {
-  auto run = find(params);
+Result<json> LoopEngine::pause(const std::string& id) {
+  auto run = find(id);
   if (!run) return std::move(run).error();
   if (is_final((*run)->status())) {
     return invalid_state("loop " + (*run)->id() + " has ended (" +
@@ -482,8 +427,8 @@ Result<json> LoopEngine::pause(const json& params) {
   return json{{"loop", (*run)->to_json(false)}, {"pause_requested", true}};
 }
 
-Result<json> LoopEngine::resume(const json& params) {
-  auto run = find(params);
+Result<json> LoopEngine::resume(const std::string& id) {
+  auto run = find(id);
   if (!run) return std::move(run).error();
   if (!(*run)->request_resume()) {
     return invalid_state("loop " + (*run)->id() + " is not paused (" +
@@ -492,8 +437,8 @@ Result<json> LoopEngine::resume(const json& params) {
   return json{{"loop", (*run)->to_json(false)}};
 }
 
-Result<json> LoopEngine::cancel(const json& params) {
-  auto run = find(params);
+Result<json> LoopEngine::cancel(const std::string& id) {
+  auto run = find(id);
   if (!run) return std::move(run).error();
   if (is_final((*run)->status())) {
     return invalid_state("loop " + (*run)->id() + " has ended (" +
@@ -510,20 +455,16 @@ Result<json> LoopEngine::cancel(const json& params) {
   return json{{"loop", (*run)->to_json(false)}, {"cancel_requested", true}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::remove(const json& params) {
-  auto found = find(params);
+asio::awaitable<Result<json>> LoopEngine::remove(proto::LoopDeleteParams params) {
+  auto found = find(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> run = *found;
   if (!is_final(run->status()) || run->running()) {
     co_return invalid_state("loop " + run->id() + " is " + std::string(to_string(run->status())),
                             "cancel it first: looprctl loop cancel " + run->id());
   }
-  auto worktree_param = bool_param(params, "remove_worktree", false);
-  if (!worktree_param) co_return std::move(worktree_param).error();
-  auto branch_param = bool_param(params, "remove_branch", false);
-  if (!branch_param) co_return std::move(branch_param).error();
-  const bool remove_worktree_too = *worktree_param;
-  const bool remove_branch = *branch_param;
+  const bool remove_worktree_too = params.remove_worktree;
+  const bool remove_branch = params.remove_branch;
   bool worktree_removed = false;
   bool branch_removed = false;
   if (remove_worktree_too || remove_branch) {

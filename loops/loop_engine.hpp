@@ -7,9 +7,10 @@
 //
 // It reaches tools through ToolGateway, models through a provider lookup,
 // clients through an event sink, and git through loops/git/ (worktrees,
-// commits, merges) on a worker thread (offload.hpp). Errors are
-// Result<json> with rpc codes 1001 (no such loop) and 1002 (the loop's state
-// forbids it) in details.rpc_code.
+// commits, merges) on a worker thread (offload.hpp). The methods take the
+// typed params of proto/loop_messages.hpp; errors are Result<json> with rpc
+// codes 1001 (no such loop) and 1002 (the loop's state forbids it) in
+// details.rpc_code.
 // Threads: io thread only (git runs on the engine's own worker thread).
 #pragma once
 
@@ -35,6 +36,7 @@
 #include "loops/run_host.hpp"
 #include "loops/scheduler.hpp"
 #include "loops/tool_gateway.hpp"
+#include "proto/loop_messages.hpp"
 #include "store/store.hpp"
 
 namespace loopr::loops {
@@ -53,30 +55,34 @@ class LoopEngine final : public RunHost {
   // status, so the next start() resumes it. Returns once all have stopped.
   asio::awaitable<void> stop();
 
-  asio::awaitable<Result<nlohmann::json>> create(const nlohmann::json& params);
-  Result<nlohmann::json> list(const nlohmann::json& params) const;
-  Result<nlohmann::json> get(const nlohmann::json& params) const;
-  Result<nlohmann::json> transcript(const nlohmann::json& params) const;
-  Result<nlohmann::json> export_turns(const nlohmann::json& params) const;
+  // The loop.* and plan.* methods, their params read by proto/loop_messages.hpp.
+  // Each answers the JSON document docs/control-protocol.md describes (a
+  // stored loop as it is shown); an Error is a refusal (no such loop, a
+  // state that forbids it, a value the settings do not allow).
+  asio::awaitable<Result<nlohmann::json>> create(proto::LoopCreateParams params);
+  Result<nlohmann::json> list(const proto::LoopListParams& params) const;
+  Result<nlohmann::json> get(const std::string& id) const;
+  Result<nlohmann::json> transcript(const proto::LoopTranscriptParams& params) const;
+  Result<nlohmann::json> export_turns(const std::string& id) const;
   // What the loop's branch changed since it was made from its parent's
   // branch (or its base): the committed work, its merged children included.
-  asio::awaitable<Result<nlohmann::json>> diff(const nlohmann::json& params);
-  Result<nlohmann::json> pause(const nlohmann::json& params);
-  Result<nlohmann::json> resume(const nlohmann::json& params);
-  Result<nlohmann::json> cancel(const nlohmann::json& params);
-  asio::awaitable<Result<nlohmann::json>> remove(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> diff(proto::LoopDiffParams params);
+  Result<nlohmann::json> pause(const std::string& id);
+  Result<nlohmann::json> resume(const std::string& id);
+  Result<nlohmann::json> cancel(const std::string& id);
+  asio::awaitable<Result<nlohmann::json>> remove(proto::LoopDeleteParams params);
 
   // Plans (loops/plan_methods.cpp; docs/control-protocol.md "Plans").
-  asio::awaitable<Result<nlohmann::json>> create_plan(const nlohmann::json& params);
-  Result<nlohmann::json> plan_get(const nlohmann::json& params) const;
-  asio::awaitable<Result<nlohmann::json>> plan_approve(const nlohmann::json& params);
-  asio::awaitable<Result<nlohmann::json>> plan_reject(const nlohmann::json& params);
-  asio::awaitable<Result<nlohmann::json>> plan_iterate(const nlohmann::json& params);
-  asio::awaitable<Result<nlohmann::json>> plan_merge(const nlohmann::json& params);
-  asio::awaitable<Result<nlohmann::json>> gc(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> create_plan(proto::LoopCreatePlanParams params);
+  Result<nlohmann::json> plan_get(const std::string& id) const;
+  asio::awaitable<Result<nlohmann::json>> plan_approve(std::string id);
+  asio::awaitable<Result<nlohmann::json>> plan_reject(proto::PlanRejectParams params);
+  asio::awaitable<Result<nlohmann::json>> plan_iterate(proto::LoopFeedbackParams params);
+  asio::awaitable<Result<nlohmann::json>> plan_merge(proto::PlanMergeParams params);
+  asio::awaitable<Result<nlohmann::json>> gc(proto::LoopGcParams params);
   // Runs one loop of a tree again (a spec or phase: its own work, with the
   // person's feedback); its descendants are invalidated.
-  asio::awaitable<Result<nlohmann::json>> rerun(const nlohmann::json& params);
+  asio::awaitable<Result<nlohmann::json>> rerun(proto::LoopFeedbackParams params);
 
   std::size_t loop_count() const { return runs_.size(); }
   std::size_t running_count() const;
@@ -94,9 +100,10 @@ class LoopEngine final : public RunHost {
   std::string loop_folder(const std::string& id) const override;
 
  private:
-  Result<std::shared_ptr<LoopRun>> find(const nlohmann::json& params) const;
-  Result<std::shared_ptr<LoopRun>> find_plan(const nlohmann::json& params) const;
-  Result<std::shared_ptr<LoopRun>> find_awaiting_plan(const nlohmann::json& params) const;
+  // The loop `id`, or an Error (rpc code 1001: no such loop).
+  Result<std::shared_ptr<LoopRun>> find(const std::string& id) const;
+  Result<std::shared_ptr<LoopRun>> find_plan(const std::string& id) const;
+  Result<std::shared_ptr<LoopRun>> find_awaiting_plan(const std::string& id) const;
   void launch(const std::shared_ptr<LoopRun>& run);
   // Reconciles the tree every so often, so [worktrees] keep_finished_s
   // removes worktrees on an idle daemon too; stop() ends it.
@@ -105,7 +112,7 @@ class LoopEngine final : public RunHost {
   // ---- the tree (loops/loop_tree.cpp) ----
   // What a loop.create / loop.create_plan asked for, checked, as a LoopSpec
   // without id, branch or worktree.
-  Result<LoopSpec> spec_from_params(const nlohmann::json& params, const std::string& type,
+  Result<LoopSpec> spec_from_params(const proto::LoopSpecParams& params, const std::string& type,
                                     const std::string& task);
   // The user's checkout as the loop starts from it: its branch, and its
   // uncommitted paths — in a snapshot commit the loop starts from when the

@@ -176,17 +176,12 @@ Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::rerun_refusal(
   return loops_to_revive(run);
 }
 
-asio::awaitable<Result<json>> LoopEngine::rerun(const json& params) {
+asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
-  auto found = find(params);
+  auto found = find(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> run = *found;
-  if (params.contains("feedback") && !params["feedback"].is_null() &&
-      !params["feedback"].is_string()) {
-    co_return invalid("feedback must be a string");
-  }
-  const std::string feedback =
-      is_blank(text_param(params, "feedback")) ? std::string() : text_param(params, "feedback");
+  const std::string feedback = is_blank(params.feedback) ? std::string() : params.feedback;
   if (feedback.size() > kMaxFeedbackBytes) co_return invalid("the feedback is over 64 KiB");
   const std::string id = run->id();
   if (run->spec().type == "plan") {

@@ -23,8 +23,8 @@ using nlohmann::json;
 
 }  // namespace
 
-Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const json& params) const {
-  auto run = find(params);
+Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const std::string& id) const {
+  auto run = find(id);
   if (!run) return run;
   if ((*run)->spec().type != "plan") {
     return invalid("loop " + (*run)->id() + " is a " + (*run)->spec().type + " loop, not a plan",
@@ -33,8 +33,8 @@ Result<std::shared_ptr<LoopRun>> LoopEngine::find_plan(const json& params) const
   return run;
 }
 
-Result<std::shared_ptr<LoopRun>> LoopEngine::find_awaiting_plan(const json& params) const {
-  auto plan = find_plan(params);
+Result<std::shared_ptr<LoopRun>> LoopEngine::find_awaiting_plan(const std::string& id) const {
+  auto plan = find_plan(id);
   if (!plan) return plan;
   if ((*plan)->status() != LoopStatus::awaiting_approval) {
     return invalid_state("plan " + (*plan)->id() + " is " +
@@ -43,20 +43,16 @@ Result<std::shared_ptr<LoopRun>> LoopEngine::find_awaiting_plan(const json& para
   return plan;
 }
 
-asio::awaitable<Result<json>> LoopEngine::create_plan(const json& params) {
+asio::awaitable<Result<json>> LoopEngine::create_plan(proto::LoopCreatePlanParams params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
-  if (!params.is_object()) co_return invalid("loop.create_plan needs an object of parameters");
-  auto it = params.find("description");
-  if (it != params.end() && !it->is_string()) co_return invalid("description must be a string");
-  const std::string description = text_param(params, "description");
-  auto spec = spec_from_params(params, "plan", description);
+  auto spec = spec_from_params(params.spec, "plan", params.description);
   if (!spec) co_return std::move(spec).error();
   if (auto read = co_await read_checkout(*spec); !read) co_return std::move(read).error();
   co_return co_await start_now_or_queue(std::move(*spec));
 }
 
-Result<json> LoopEngine::plan_get(const json& params) const {
-  auto found = find_plan(params);
+Result<json> LoopEngine::plan_get(const std::string& id) const {
+  auto found = find_plan(id);
   if (!found) return std::move(found).error();
   const auto& plan = *found;
   json tree = json::array();
@@ -77,8 +73,8 @@ Result<json> LoopEngine::plan_get(const json& params) const {
         {"left", left_to_json(plan->spec().plan_budget, used)}}}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
-  auto found = find_awaiting_plan(params);
+asio::awaitable<Result<json>> LoopEngine::plan_approve(std::string id) {
+  auto found = find_awaiting_plan(id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
   const LoopSpec spec = plan->spec();
@@ -101,11 +97,11 @@ asio::awaitable<Result<json>> LoopEngine::plan_approve(const json& params) {
   co_return json{{"plan", plan->to_json(false)}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
-  auto found = find_awaiting_plan(params);
+asio::awaitable<Result<json>> LoopEngine::plan_reject(proto::PlanRejectParams params) {
+  auto found = find_awaiting_plan(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
-  std::string reason = text_param(params, "reason");
+  std::string reason = std::move(params.reason);
   if (is_blank(reason)) reason = "rejected by the person";
   if (reason.size() > 64 * 1024) co_return invalid("the reason is over 64 KiB");
   if (!plan->set_status(LoopStatus::rejected, reason)) {
@@ -116,11 +112,11 @@ asio::awaitable<Result<json>> LoopEngine::plan_reject(const json& params) {
   co_return json{{"plan", plan->to_json(false)}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
-  auto found = find_plan(params);
+asio::awaitable<Result<json>> LoopEngine::plan_iterate(proto::LoopFeedbackParams params) {
+  auto found = find_plan(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
-  const std::string feedback = text_param(params, "feedback");
+  const std::string feedback = std::move(params.feedback);
   if (is_blank(feedback)) {
     co_return invalid("plan.iterate needs `feedback`: what the plan should change");
   }
@@ -170,8 +166,8 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(const json& params) {
   co_return json{{"plan", plan->to_json(false)}, {"invalidated", invalidated}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::plan_merge(const json& params) {
-  auto found = find_plan(params);
+asio::awaitable<Result<json>> LoopEngine::plan_merge(proto::PlanMergeParams params) {
+  auto found = find_plan(params.id);
   if (!found) co_return std::move(found).error();
   std::shared_ptr<LoopRun> plan = *found;
   if (plan->status() != LoopStatus::completed) {
@@ -179,11 +175,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_merge(const json& params) {
                                 "; only a completed plan is merged",
                             "see where it stands: looprctl plan show " + plan->id());
   }
-  auto into_param = params.find("into");
-  if (into_param != params.end() && !into_param->is_null() && !into_param->is_string()) {
-    co_return invalid("into must be a branch name");
-  }
-  std::string into = text_param(params, "into");
+  std::string into = std::move(params.into);
   if (into.empty()) into = plan->spec().user_branch;
   if (into.empty()) {
     co_return invalid("the repository was on no branch when the plan was made",
@@ -207,10 +199,8 @@ asio::awaitable<Result<json>> LoopEngine::plan_merge(const json& params) {
                  {"already_merged", merged->already_merged}};
 }
 
-asio::awaitable<Result<json>> LoopEngine::gc(const json& params) {
-  auto dry_param = bool_param(params, "dry_run", false);
-  if (!dry_param) co_return std::move(dry_param).error();
-  const bool dry_run = *dry_param;
+asio::awaitable<Result<json>> LoopEngine::gc(proto::LoopGcParams params) {
+  const bool dry_run = params.dry_run;
   json removed = json::array();
   json kept = json::array();
   co_await remove_finished_worktrees(true, dry_run, &removed, &kept);

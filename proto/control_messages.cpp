@@ -270,4 +270,37 @@ Result<SubscribeParams> parse_subscribe_params(const json& params) {
   return finish(f, std::move(out));
 }
 
+Error invalid_params(std::string message, std::string hint) {
+  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
+}
+
+json to_json(const PingResult& result) {
+  return json{{"pong", true}, {"uptime_ms", result.uptime_ms}};
+}
+
+json to_json(const ShutdownResult&) {
+  return json{{"shutting_down", true}};
+}
+
+json to_json(const ToolCancelParams& params) {
+  return json{{"call_id", params.call_id}};
+}
+
+json to_json(const ToolCancelResult& result) {
+  return json{{"cancelled", result.cancelled}};
+}
+
+json to_json(const ApprovalDecisionResult& result) {
+  return json{{"id", result.id}, {"approved", result.approved}};
+}
+
+Result<ToolCancelParams> parse_tool_cancel_params(const json& params) {
+  auto call_id = params.find("call_id");
+  if (call_id == params.end() || !call_id->is_string()) {
+    return invalid_params(
+        "tool.cancel needs `call_id`, the id a tool.started event or tool.call result gave");
+  }
+  return ToolCancelParams{call_id->get<std::string>()};
+}
+
 }  // namespace loopr::proto

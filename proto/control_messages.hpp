@@ -95,6 +95,27 @@ Response error_reply(const Error& error);
 
 // ---- Typed params and results. parse_* refuse with rpc_code -32602. ----
 
+// The refusal of a request's parameters, answered as invalid_params (-32602)
+// with `message` and `hint` as they are.
+Error invalid_params(std::string message, std::string hint = {});
+
+// The params of a method that reads none: whatever the request carries is
+// ignored.
+struct NoParams {
+  bool operator==(const NoParams&) const = default;
+};
+
+// ping: {pong: true, uptime_ms}.
+struct PingResult {
+  std::int64_t uptime_ms = 0;
+  bool operator==(const PingResult&) const = default;
+};
+
+// daemon.shutdown: {shutting_down: true}.
+struct ShutdownResult {
+  bool operator==(const ShutdownResult&) const = default;
+};
+
 // initialize. `version` is the control protocol version the client speaks
 // (kProtocolVersion); the daemon answers a mismatch with version_mismatch.
 struct InitializeParams {
@@ -131,6 +152,23 @@ struct ApprovalDecisionParams {
   bool operator==(const ApprovalDecisionParams&) const = default;
 };
 
+// tool.cancel: {call_id} → {cancelled}.
+struct ToolCancelParams {
+  std::string call_id;
+  bool operator==(const ToolCancelParams&) const = default;
+};
+struct ToolCancelResult {
+  bool cancelled = false;
+  bool operator==(const ToolCancelResult&) const = default;
+};
+
+// approval.approve / approval.deny: {id, approved}.
+struct ApprovalDecisionResult {
+  std::string id;
+  bool approved = false;
+  bool operator==(const ApprovalDecisionResult&) const = default;
+};
+
 // events.subscribe. Empty (or absent on the wire) means every topic.
 struct SubscribeParams {
   std::vector<std::string> topics;
@@ -148,11 +186,17 @@ nlohmann::json to_json(const InitializeResult& result);
 nlohmann::json to_json(const ToolCallParams& params);
 nlohmann::json to_json(const ApprovalDecisionParams& params);
 nlohmann::json to_json(const SubscribeParams& params);
+nlohmann::json to_json(const PingResult& result);
+nlohmann::json to_json(const ShutdownResult& result);
+nlohmann::json to_json(const ToolCancelParams& params);
+nlohmann::json to_json(const ToolCancelResult& result);
+nlohmann::json to_json(const ApprovalDecisionResult& result);
 
 Result<InitializeParams> parse_initialize_params(const nlohmann::json& params);
 Result<InitializeResult> parse_initialize_result(const nlohmann::json& result);
 Result<ToolCallParams> parse_tool_call_params(const nlohmann::json& params);
 Result<ApprovalDecisionParams> parse_approval_decision_params(const nlohmann::json& params);
 Result<SubscribeParams> parse_subscribe_params(const nlohmann::json& params);
+Result<ToolCancelParams> parse_tool_cancel_params(const nlohmann::json& params);
 
 }  // namespace loopr::proto
