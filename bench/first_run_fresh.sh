@@ -9,7 +9,8 @@
 #   bench/first_run_fresh.sh [FOLDER]     (root; default /var/tmp/loopr-fresh)
 #
 # FOLDER/pristine is made once with `debootstrap --variant=minbase bookworm`
-# (the mirror of /etc/apt/sources.list's first deb.debian.org URI); each run
+# from deb.debian.org (bookworm, bookworm-updates and bookworm-security, as a
+# Debian 12 machine has them; the host's own apt sources are not used); each run
 # copies it to FOLDER/trial, clones this checkout's HEAD into /root/loopr
 # there, and runs the demo inside it: a mount namespace whose root is the
 # trial (pivot_root, not chroot, so the sandbox's own namespaces work as on a
@@ -34,11 +35,26 @@ trial=$folder/trial
 rm -rf "$trial"
 cp -a "$folder/pristine" "$trial"
 rm -f "$trial/.loopr-complete"
-# The host's apt sources (the same mirror CI's fresh machines use).
-cp /etc/apt/sources.list.d/*.sources "$trial/etc/apt/sources.list.d/" 2>/dev/null || true
-[ -s "$trial/etc/apt/sources.list.d/debian.sources" ] && rm -f "$trial/etc/apt/sources.list"
+# A Debian 12 machine's sources: the release, its updates and its security
+# fixes, signed by the archive keys debootstrap installed.
+rm -f "$trial/etc/apt/sources.list"
+cat > "$trial/etc/apt/sources.list.d/debian.sources" <<'SOURCES'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
 git clone -q --no-hardlinks "$PWD" "$trial/root/loopr"
 echo "first_run_fresh: running scripts/demo.sh in a fresh Debian 12 ($(git rev-parse --short HEAD)), $(nproc) cores"
+# The demo's failure must not end this script before its summary below.
+set +e
 unshare --mount --fork /bin/bash -s "$trial" <<'INSIDE' 2>&1 | tee "$folder/trial.log"
 set -euo pipefail
 root=$1
@@ -60,6 +76,7 @@ exec /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   /bin/bash -c 'cd /root/loopr && scripts/demo.sh'
 INSIDE
 status=${PIPESTATUS[0]}
+set -e
 echo
 grep -m1 '^(first tool call' "$folder/trial.log" || echo "first_run_fresh: the demo printed no first-call line"
 echo "first_run_fresh: the demo exited $status (log: $folder/trial.log)"

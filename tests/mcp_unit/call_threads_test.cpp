@@ -43,6 +43,20 @@ class Gate {
   bool open_ = false;
 };
 
+// Opens `gate` when it goes out of scope. Declared after the CallThreads, it
+// is destroyed first: a test that returns early (a failed ASSERT) lets its
+// tasks end, so ~CallThreads's stop() cannot wait for them forever.
+class OpenOnExit {
+ public:
+  explicit OpenOnExit(Gate& gate) : gate_(gate) {}
+  ~OpenOnExit() { gate_.open(); }
+  OpenOnExit(const OpenOnExit&) = delete;
+  OpenOnExit& operator=(const OpenOnExit&) = delete;
+
+ private:
+  Gate& gate_;
+};
+
 bool eventually(const std::function<bool()>& condition) {
   for (int i = 0; i < 1000; ++i) {
     if (condition()) return true;
@@ -54,6 +68,7 @@ bool eventually(const std::function<bool()>& condition) {
 TEST(CallThreads, ATaskStartsAtOnceWhileOthersBlock) {
   Gate gate;  // outlives the threads, even when an assertion returns early
   CallThreads threads(/*max_idle=*/1);
+  OpenOnExit open_on_exit(gate);
   for (int i = 0; i < 5; ++i)
     ASSERT_TRUE(threads.run([&] { gate.wait(); }));
   // Five tasks wait at the gate together: none was queued behind another.
@@ -87,6 +102,7 @@ TEST(CallThreads, AFinishedThreadRunsTheNextTask) {
 TEST(CallThreads, AtMostMaxIdleThreadsStay) {
   Gate gate;
   CallThreads threads(/*max_idle=*/2, /*idle_for=*/std::chrono::hours(1));
+  OpenOnExit open_on_exit(gate);
   for (int i = 0; i < 4; ++i)
     ASSERT_TRUE(threads.run([&] { gate.wait(); }));
   ASSERT_TRUE(gate.wait_for_waiters(4));
@@ -110,6 +126,7 @@ TEST(CallThreads, IdleThreadsEndAfterIdleFor) {
 TEST(CallThreads, ConcurrentStopsEachReturnWithEveryThreadJoined) {
   Gate gate;
   CallThreads threads;
+  OpenOnExit open_on_exit(gate);
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(threads.run([&] { gate.wait(); }));
   ASSERT_TRUE(gate.wait_for_waiters(3));
@@ -130,6 +147,7 @@ TEST(CallThreads, ConcurrentStopsEachReturnWithEveryThreadJoined) {
 TEST(CallThreads, StopWaitsForRunningTasksAndRefusesNewOnes) {
   Gate gate;
   CallThreads threads;
+  OpenOnExit open_on_exit(gate);
   std::atomic<bool> finished{false};
   std::atomic<bool> stopped{false};
   ASSERT_TRUE(threads.run([&] {

@@ -107,9 +107,15 @@ SpawnedRun spawn_and_drain(const std::string& binary, const std::vector<std::str
   ::close(out_pipe[0]);
   ::close(err_pipe[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = -1;
+  do {
+    waited = ::waitpid(pid, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  if (waited < 0) {
+    run.exit_code = -1;  // not ours to wait for: how it ended is unknown
+  } else {
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }
 

@@ -27,7 +27,7 @@ struct SpawnOptions {
 };
 
 struct SpawnedRun {
-  int exit_code = -1;  // 128 + signal when killed
+  int exit_code = -1;  // 128 + signal when killed; -1 when it could not be waited for
   std::string out;
   std::string err;
 };
