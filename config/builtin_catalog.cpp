@@ -666,6 +666,15 @@ constexpr BuiltinTool kBuiltinTools[] = {
 };
 // clang-format on
 
+// The command traits of the built-in tools; every other one runs none.
+ToolCommand builtin_command(std::string_view tool) {
+  if (tool == "run_command" || tool == "run_command_isolated") return ToolCommand::from_arguments;
+  if (tool == "build") return ToolCommand::build;
+  if (tool == "test") return ToolCommand::test;
+  if (tool == "validate") return ToolCommand::validate;
+  return ToolCommand::none;
+}
+
 }  // namespace
 
 Catalog Catalog::builtin() {
@@ -680,6 +689,7 @@ Catalog Catalog::builtin() {
     spec.description = tool.description;
     spec.enabled = true;
     spec.tier = tool.tier;
+    spec.command = builtin_command(tool.name);
     // The schemas above are constants checked by the test suite; a parse
     // failure here is a build defect, not a user error.
     spec.input_schema = nlohmann::json::parse(tool.input_schema);

@@ -87,7 +87,7 @@ void check_tightening(const ToolSpec& spec, const toml::value& table, const std:
     const toml::value& v = *entry.value;
     const std::string key = base + "." + entry.key;
     if (entry.key == "lane" || entry.key == "description" || entry.key == "input_schema" ||
-        entry.key == "output_schema") {
+        entry.key == "output_schema" || entry.key == "command") {
       fail(v, key, std::string("cannot be changed here: ") + kTightenOnly);
     } else if (entry.key == "timeout_ms") {
       if (detail::read_integer_in(v, key, 1, kMaxTimeoutMs, "milliseconds") > spec.timeout_ms) {
@@ -120,7 +120,7 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
   detail::require_table(table, base);
   detail::refuse_unknown_keys(table, base,
                               {"lane", "timeout_ms", "max_output_bytes", "description", "enabled",
-                               "tier", "input_schema", "output_schema"});
+                               "tier", "command", "input_schema", "output_schema"});
 
   auto existing =
       std::find_if(tools.begin(), tools.end(), [&](const ToolSpec& t) { return t.name == name; });
@@ -187,6 +187,10 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
     } else if (entry.key == "tier") {
       const auto text = detail::read_choice(v, key, {"read-only", "side-effecting", "privileged"});
       spec.tier = *parse_safety_tier(text);
+    } else if (entry.key == "command") {
+      const auto text =
+          detail::read_choice(v, key, {"none", "from-arguments", "build", "test", "validate"});
+      spec.command = *parse_tool_command(text);
     } else if (entry.key == "input_schema") {
       spec.input_schema = read_schema(v, key);
     } else if (entry.key == "output_schema") {
@@ -240,6 +244,34 @@ std::optional<SafetyTier> parse_safety_tier(std::string_view text) {
   if (text == "read-only") return SafetyTier::read_only;
   if (text == "side-effecting") return SafetyTier::side_effecting;
   if (text == "privileged") return SafetyTier::privileged;
+  return std::nullopt;
+}
+
+namespace {
+
+struct ToolCommandName {
+  ToolCommand command;
+  std::string_view text;
+};
+constexpr ToolCommandName kToolCommandNames[] = {{ToolCommand::none, "none"},
+                                                 {ToolCommand::from_arguments, "from-arguments"},
+                                                 {ToolCommand::build, "build"},
+                                                 {ToolCommand::test, "test"},
+                                                 {ToolCommand::validate, "validate"}};
+
+}  // namespace
+
+std::string_view to_string(ToolCommand command) {
+  for (const auto& entry : kToolCommandNames) {
+    if (entry.command == command) return entry.text;
+  }
+  return "none";
+}
+
+std::optional<ToolCommand> parse_tool_command(std::string_view text) {
+  for (const auto& entry : kToolCommandNames) {
+    if (entry.text == text) return entry.command;
+  }
   return std::nullopt;
 }
 

@@ -15,6 +15,7 @@
 //                      "additionalProperties": false}'''
 //
 // Keys: lane, timeout_ms, max_output_bytes, description, enabled, tier,
+// command (see ToolCommand; default "none", a repository file may not set it),
 // input_schema (a JSON string), output_schema (a JSON string; "" removes the
 // tool's output schema). Any mistake is a loopr::ConfigError
 // "FILE:LINE: tools.NAME.KEY: what is wrong".
@@ -38,6 +39,18 @@ enum class SafetyTier { read_only, side_effecting, privileged };
 // "read-only", "side-effecting", "privileged"
 std::string_view to_string(SafetyTier tier);
 std::optional<SafetyTier> parse_safety_tier(std::string_view text);
+
+// Which command a tool runs, if any: a trait read by the ToolRouter instead of
+// the tool's name. "from-arguments": the model's `command` argument
+// (run_command, run_command_isolated); "build", "test", "validate": the
+// repository's configured [commands] entry of that name, never one from the
+// model; "none": the tool runs no shell command. A command tool's output is
+// an exit code with stdout/stderr, and its calls are not retried blindly.
+enum class ToolCommand { none, from_arguments, build, test, validate };
+
+// "none", "from-arguments", "build", "test", "validate"
+std::string_view to_string(ToolCommand command);
+std::optional<ToolCommand> parse_tool_command(std::string_view text);
 
 // Lanes. The first three are served by loopr-runner processes; "daemon" tools
 // (complete_task, create_*, memory_*) are handled inside looprd and never
@@ -68,6 +81,7 @@ struct ToolSpec {
   std::string description;            // written for the model
   bool enabled = true;
   SafetyTier tier = SafetyTier::privileged;
+  ToolCommand command = ToolCommand::none;
   nlohmann::json input_schema;  // passes check_tool_schema()
   // The shape of the tool's JSON output when a call succeeds (tool.call's
   // `output` with ok true), for clients that check results against it (MCP's

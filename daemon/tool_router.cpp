@@ -65,26 +65,26 @@ bool changes_a_file(std::string_view tool) {
   return tracks_reads(tool) || tool == "file_delete";
 }
 
-bool runs_a_command(std::string_view tool) {
-  return tool == "run_command" || tool == "run_command_isolated" || tool == "build" ||
-         tool == "test" || tool == "validate";
+bool runs_a_command(const config::ToolSpec& tool) {
+  return tool.command != config::ToolCommand::none;
 }
 
 // The name metrics count a refused call under: a made-up tool name must not
 // grow the metrics table.
 constexpr const char* kUnknownToolMetric = "<unknown>";
 
-// build / test / validate run the command configured for the repository
-// (repos/: the user's config, its trusted .loopr/loopr.toml, [commands]);
-// the model never supplies it (DESIGN.md §5).
-bool runs_configured_command(std::string_view tool) {
-  return tool == "build" || tool == "test" || tool == "validate";
+// The command tools whose command is the repository's [commands] entry
+// (repos/: the user's config, its trusted .loopr/loopr.toml), named by their
+// `command` trait; the model never supplies it (DESIGN.md §5).
+bool runs_configured_command(const config::ToolSpec& tool) {
+  return tool.command == config::ToolCommand::build || tool.command == config::ToolCommand::test ||
+         tool.command == config::ToolCommand::validate;
 }
 
-const std::string& configured_command(std::string_view tool,
+const std::string& configured_command(config::ToolCommand command,
                                       const config::CommandSettings& commands) {
-  if (tool == "build") return commands.build;
-  if (tool == "test") return commands.test;
+  if (command == config::ToolCommand::build) return commands.build;
+  if (command == config::ToolCommand::test) return commands.test;
   return commands.validate;
 }
 
@@ -173,7 +173,8 @@ void relativize_path(json& args, const std::string& given_worktree) {
 // cgroup or timeout): in a command's JSON result as `limit`, and in the
 // error's details (and message, when there is no JSON result). Other tools'
 // results keep their schema.
-void add_limit(ToolCallOutcome& outcome, const std::string& tool, const proto::LimitHit& limit) {
+void add_limit(ToolCallOutcome& outcome, const config::ToolSpec& tool,
+               const proto::LimitHit& limit) {
   const json hit = {{"name", limit.name},
                     {"key", limit.key},
                     {"value", limit.value},
@@ -191,7 +192,7 @@ void add_limit(ToolCallOutcome& outcome, const std::string& tool, const proto::L
 // What the egress proxy refused during the call, as `egress_refused` in a
 // command's result (or the error's details): npm's "403 Forbidden" alone
 // does not say which rule or which key would allow the host.
-void add_egress_refusals(ToolCallOutcome& outcome, const std::string& tool,
+void add_egress_refusals(ToolCallOutcome& outcome, const config::ToolSpec& tool,
                          const std::vector<egress::NetConnection>& refused) {
   if (refused.empty()) return;
   json list = json::array();
@@ -283,7 +284,7 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
       outcome.error = make_error(
           errc::timeout,
           result.error.value_or(tool.name + " did not finish in time and was stopped"),
-          runs_a_command(tool.name)
+          runs_a_command(tool)
               ? "make the work smaller, or run the command in the background with its output "
                 "to a file and poll that file"
               : "make the work smaller: a narrower path or pattern");
@@ -304,7 +305,7 @@ ToolCallOutcome outcome_from_job(const proto::JobResult& result, const config::T
                                  "looprd's log say more");
       break;
   }
-  if (result.limit) add_limit(outcome, tool.name, *result.limit);
+  if (result.limit) add_limit(outcome, tool, *result.limit);
   return outcome;
 }
 
@@ -431,7 +432,8 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       args["create_only"] = true;
     }
   }
-  if (runs_configured_command(tool->name)) {
+  if (runs_configured_command(*tool)) {
+    const std::string command_key(config::to_string(tool->command));
     std::string command;
     if (request.command) {
       command = *request.command;
@@ -443,16 +445,16 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
           memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo));
       auto effective = repos::resolve(settings_, store_, repo);
       if (!effective) co_return fail("error", effective.error());
-      if (auto refused = effective->refusal_for("commands." + tool->name)) {
+      if (auto refused = effective->refusal_for("commands." + command_key)) {
         co_return fail("denied", std::move(*refused));
       }
-      command = configured_command(tool->name, effective->commands);
+      command = configured_command(tool->command, effective->commands);
     }
     if (command.empty()) {
       co_return fail(
           "failed",
-          make_error(errc::invalid_arguments, "no " + tool->name + " command is configured",
-                     "set [commands] " + tool->name +
+          make_error(errc::invalid_arguments, "no " + command_key + " command is configured",
+                     "set [commands] " + command_key +
                          " in loopr.toml (or for this repository: its [[repositories]] entry, or "
                          "its trusted .loopr/loopr.toml), or use run_command with the command"));
     }
@@ -578,7 +580,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // 6. outcome, read tracking, record
   ToolCallOutcome done = outcome_from_job(reply.result, *tool);
   if (reply.link_error) done.error = std::move(*reply.link_error);
-  add_egress_refusals(done, tool->name, refused);
+  add_egress_refusals(done, *tool, refused);
   done.call_id = call_id;
   done.tool = tool->name;
   done.lane = tool->lane;

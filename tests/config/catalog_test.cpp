@@ -482,5 +482,58 @@ TEST(CatalogExample, LoadsAndShowsOverrideAndAddition) {
   EXPECT_EQ(c.find("lint")->lane, "heavy");
 }
 
+// ---- traits ------------------------------------------------------------------
+
+TEST(CatalogTraits, BuiltinCommandToolsCarryTheirCommandTrait) {
+  const Catalog c = Catalog::builtin();
+  EXPECT_EQ(c.find("run_command")->command, ToolCommand::from_arguments);
+  EXPECT_EQ(c.find("run_command_isolated")->command, ToolCommand::from_arguments);
+  EXPECT_EQ(c.find("build")->command, ToolCommand::build);
+  EXPECT_EQ(c.find("test")->command, ToolCommand::test);
+  EXPECT_EQ(c.find("validate")->command, ToolCommand::validate);
+  EXPECT_EQ(c.find("grep")->command, ToolCommand::none);
+  EXPECT_EQ(c.find("web_fetch")->command, ToolCommand::none);
+}
+
+TEST(CatalogTraits, AFileSetsTheCommandTraitOfANewOrBuiltinTool) {
+  const Catalog c = merged(
+      "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
+      "command = \"test\"\n"
+      "input_schema = '{\"type\": \"object\", \"properties\": {}, "
+      "\"additionalProperties\": false}'\n"
+      "[tools.validate]\ncommand = \"none\"\n");
+  EXPECT_EQ(c.find("lint")->command, ToolCommand::test);
+  EXPECT_EQ(c.find("validate")->command, ToolCommand::none);
+}
+
+TEST(CatalogTraits, ANewToolWithoutTraitsRunsNoCommand) {
+  const Catalog c = merged(
+      "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
+      "input_schema = '{\"type\": \"object\", \"properties\": {}, "
+      "\"additionalProperties\": false}'\n");
+  EXPECT_EQ(c.find("lint")->command, ToolCommand::none);
+}
+
+TEST(CatalogTraits, AnUnknownCommandValueIsRefusedNamingTheKeyAndTheChoices) {
+  const std::string message = merge_error("[tools.grep]\ncommand = \"make\"\n");
+  EXPECT_NE(message.find("catalog.toml:2: tools.grep.command:"), std::string::npos) << message;
+  EXPECT_NE(message.find("none, from-arguments, build, test, validate"), std::string::npos)
+      << message;
+}
+
+TEST(CatalogTraits, ARepositoryFileCannotChangeWhatCommandAToolRuns) {
+  const std::string message = repository_error("[tools.grep]\ncommand = \"from-arguments\"\n");
+  EXPECT_NE(message.find("tools.grep.command"), std::string::npos) << message;
+  EXPECT_NE(message.find("may only tighten"), std::string::npos) << message;
+}
+
+TEST(CatalogTraits, CommandNamesRoundTrip) {
+  for (ToolCommand command : {ToolCommand::none, ToolCommand::from_arguments, ToolCommand::build,
+                              ToolCommand::test, ToolCommand::validate}) {
+    EXPECT_EQ(parse_tool_command(to_string(command)), command);
+  }
+  EXPECT_FALSE(parse_tool_command("run_command").has_value());
+}
+
 }  // namespace
 }  // namespace loopr::config

@@ -786,6 +786,19 @@ TEST(DaemonHeavyLane, ABuildWithoutACommandSaysWhereToConfigureIt) {
   EXPECT_NE(result["error"]["hint"].get<std::string>().find("[commands]"), std::string::npos);
 }
 
+// The router reads the catalog's `command` trait, not the tool's name: a tool
+// the user's catalog marks command = "build" runs the configured build
+// command in place of the one the model passed, as the built-in build does.
+TEST(DaemonHeavyLane, AToolWithTheBuildTraitRunsTheConfiguredBuildCommand) {
+  DaemonHarness daemon(DaemonOptions{"[commands]\nbuild = \"echo built\"\n",
+                                     "[tools.run_command_isolated]\ncommand = \"build\"\n",
+                                     {}});
+  daemon.start();
+  auto result = daemon.tool("run_command_isolated", {{"command", "echo from-the-model"}});
+  ASSERT_EQ(result["ok"], true) << result.dump();
+  EXPECT_EQ(result["output"]["stdout"], "built\n");
+}
+
 // ---- lifetime, config, store ----------------------------------------------------------
 
 TEST(DaemonLifetime, ShutdownStopsItCleanlyAndRemovesTheSocket) {
