@@ -666,13 +666,54 @@ constexpr BuiltinTool kBuiltinTools[] = {
 };
 // clang-format on
 
-// The command traits of the built-in tools; every other one runs none.
-ToolCommand builtin_command(std::string_view tool) {
-  if (tool == "run_command" || tool == "run_command_isolated") return ToolCommand::from_arguments;
-  if (tool == "build") return ToolCommand::build;
-  if (tool == "test") return ToolCommand::test;
-  if (tool == "validate") return ToolCommand::validate;
-  return ToolCommand::none;
+// The traits of the built-in tools (tool_traits.hpp); a tool not listed has
+// every default: runs no command, touches no file by path, no web facility,
+// a JSON view, no warm worker, no model of its own.
+struct BuiltinTraits {
+  std::string_view name;
+  ToolCommand command = ToolCommand::none;
+  FileAccess file_access = FileAccess::none;
+  WebFacility web = WebFacility::none;
+  ResultView result_view = ResultView::json;
+  bool warm_worker = false;
+  bool consults_model = false;
+};
+
+constexpr BuiltinTraits kBuiltinTraits[] = {
+    {.name = "read_file",
+     .file_access = FileAccess::read,
+     .result_view = ResultView::file,
+     .warm_worker = true},
+    {.name = "write_file", .file_access = FileAccess::write, .warm_worker = true},
+    {.name = "edit_file", .file_access = FileAccess::write, .warm_worker = true},
+    {.name = "file_delete", .file_access = FileAccess::remove, .warm_worker = true},
+    {.name = "list_directory", .result_view = ResultView::directory, .warm_worker = true},
+    {.name = "glob", .result_view = ResultView::paths, .warm_worker = true},
+    {.name = "grep", .result_view = ResultView::grep, .warm_worker = true},
+    {.name = "run_command",
+     .command = ToolCommand::from_arguments,
+     .result_view = ResultView::command},
+    {.name = "run_command_isolated",
+     .command = ToolCommand::from_arguments,
+     .result_view = ResultView::command},
+    {.name = "build", .command = ToolCommand::build, .result_view = ResultView::command},
+    {.name = "test", .command = ToolCommand::test, .result_view = ResultView::command},
+    {.name = "validate", .command = ToolCommand::validate, .result_view = ResultView::command},
+    {.name = "web_fetch", .web = WebFacility::fetch},
+    {.name = "web_search", .web = WebFacility::search},
+    {.name = "oracle", .consults_model = true},
+};
+
+void set_builtin_traits(ToolSpec& spec) {
+  for (const BuiltinTraits& traits : kBuiltinTraits) {
+    if (traits.name != spec.name) continue;
+    spec.command = traits.command;
+    spec.file_access = traits.file_access;
+    spec.web = traits.web;
+    spec.result_view = traits.result_view;
+    spec.warm_worker = traits.warm_worker;
+    spec.consults_model = traits.consults_model;
+  }
 }
 
 }  // namespace
@@ -689,7 +730,7 @@ Catalog Catalog::builtin() {
     spec.description = tool.description;
     spec.enabled = true;
     spec.tier = tool.tier;
-    spec.command = builtin_command(tool.name);
+    set_builtin_traits(spec);
     // The schemas above are constants checked by the test suite; a parse
     // failure here is a build defect, not a user error.
     spec.input_schema = nlohmann::json::parse(tool.input_schema);

@@ -74,6 +74,17 @@ int strictness(SafetyTier tier) {
   return 2;
 }
 
+// file_access, web, warm_worker and consults_model describe what loopr's own
+// implementation of a built-in tool does (tool_traits.hpp); no file sets them.
+void refuse_implementation_traits(const toml::value& table, const std::string& base) {
+  for (const char* key : {"file_access", "web", "warm_worker", "consults_model"}) {
+    if (!table.contains(key)) continue;
+    fail(table.at(key), base + "." + key,
+         "is set by loopr for its built-in tools (it says what the tool's own implementation "
+         "does), so a catalog file cannot set it; remove the key");
+  }
+}
+
 constexpr const char* kTightenOnly =
     "a repository's .loopr/catalog.toml may only tighten the catalog (lower timeout_ms or "
     "max_output_bytes, enabled = false, a stricter tier); change this in your own "
@@ -87,7 +98,7 @@ void check_tightening(const ToolSpec& spec, const toml::value& table, const std:
     const toml::value& v = *entry.value;
     const std::string key = base + "." + entry.key;
     if (entry.key == "lane" || entry.key == "description" || entry.key == "input_schema" ||
-        entry.key == "output_schema" || entry.key == "command") {
+        entry.key == "output_schema" || entry.key == "command" || entry.key == "result_view") {
       fail(v, key, std::string("cannot be changed here: ") + kTightenOnly);
     } else if (entry.key == "timeout_ms") {
       if (detail::read_integer_in(v, key, 1, kMaxTimeoutMs, "milliseconds") > spec.timeout_ms) {
@@ -120,7 +131,9 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
   detail::require_table(table, base);
   detail::refuse_unknown_keys(table, base,
                               {"lane", "timeout_ms", "max_output_bytes", "description", "enabled",
-                               "tier", "command", "input_schema", "output_schema"});
+                               "tier", "command", "result_view", "input_schema", "output_schema",
+                               "file_access", "web", "warm_worker", "consults_model"});
+  refuse_implementation_traits(table, base);
 
   auto existing =
       std::find_if(tools.begin(), tools.end(), [&](const ToolSpec& t) { return t.name == name; });
@@ -188,9 +201,14 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
       const auto text = detail::read_choice(v, key, {"read-only", "side-effecting", "privileged"});
       spec.tier = *parse_safety_tier(text);
     } else if (entry.key == "command") {
-      const auto text =
-          detail::read_choice(v, key, {"none", "from-arguments", "build", "test", "validate"});
-      spec.command = *parse_tool_command(text);
+      spec.command = *parse_tool_command(detail::read_choice(v, key, tool_command_choices()));
+      // A new command tool prints what the built-in ones print.
+      if (is_new && !table.contains("result_view")) {
+        spec.result_view =
+            spec.command == ToolCommand::none ? ResultView::json : ResultView::command;
+      }
+    } else if (entry.key == "result_view") {
+      spec.result_view = *parse_result_view(detail::read_choice(v, key, result_view_choices()));
     } else if (entry.key == "input_schema") {
       spec.input_schema = read_schema(v, key);
     } else if (entry.key == "output_schema") {
@@ -244,34 +262,6 @@ std::optional<SafetyTier> parse_safety_tier(std::string_view text) {
   if (text == "read-only") return SafetyTier::read_only;
   if (text == "side-effecting") return SafetyTier::side_effecting;
   if (text == "privileged") return SafetyTier::privileged;
-  return std::nullopt;
-}
-
-namespace {
-
-struct ToolCommandName {
-  ToolCommand command;
-  std::string_view text;
-};
-constexpr ToolCommandName kToolCommandNames[] = {{ToolCommand::none, "none"},
-                                                 {ToolCommand::from_arguments, "from-arguments"},
-                                                 {ToolCommand::build, "build"},
-                                                 {ToolCommand::test, "test"},
-                                                 {ToolCommand::validate, "validate"}};
-
-}  // namespace
-
-std::string_view to_string(ToolCommand command) {
-  for (const auto& entry : kToolCommandNames) {
-    if (entry.command == command) return entry.text;
-  }
-  return "none";
-}
-
-std::optional<ToolCommand> parse_tool_command(std::string_view text) {
-  for (const auto& entry : kToolCommandNames) {
-    if (entry.text == text) return entry.command;
-  }
   return std::nullopt;
 }
 

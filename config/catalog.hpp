@@ -15,8 +15,8 @@
 //                      "additionalProperties": false}'''
 //
 // Keys: lane, timeout_ms, max_output_bytes, description, enabled, tier,
-// command (see ToolCommand; default "none", a repository file may not set it),
-// input_schema (a JSON string), output_schema (a JSON string; "" removes the
+// command and result_view (tool_traits.hpp; a repository file may set
+// neither), input_schema (a JSON string), output_schema (a JSON string; "" removes the
 // tool's output schema). Any mistake is a loopr::ConfigError
 // "FILE:LINE: tools.NAME.KEY: what is wrong".
 #pragma once
@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/tool_traits.hpp"
+
 namespace loopr::config {
 
 // Drives scheduling and approval (DESIGN §6): read-only calls of one model
@@ -39,18 +41,6 @@ enum class SafetyTier { read_only, side_effecting, privileged };
 // "read-only", "side-effecting", "privileged"
 std::string_view to_string(SafetyTier tier);
 std::optional<SafetyTier> parse_safety_tier(std::string_view text);
-
-// Which command a tool runs, if any: a trait read by the ToolRouter instead of
-// the tool's name. "from-arguments": the model's `command` argument
-// (run_command, run_command_isolated); "build", "test", "validate": the
-// repository's configured [commands] entry of that name, never one from the
-// model; "none": the tool runs no shell command. A command tool's output is
-// an exit code with stdout/stderr, and its calls are not retried blindly.
-enum class ToolCommand { none, from_arguments, build, test, validate };
-
-// "none", "from-arguments", "build", "test", "validate"
-std::string_view to_string(ToolCommand command);
-std::optional<ToolCommand> parse_tool_command(std::string_view text);
 
 // Lanes. The first three are served by loopr-runner processes; "daemon" tools
 // (complete_task, create_*, memory_*) are handled inside looprd and never
@@ -81,7 +71,14 @@ struct ToolSpec {
   std::string description;            // written for the model
   bool enabled = true;
   SafetyTier tier = SafetyTier::privileged;
+  // Traits (config/tool_traits.hpp): what looprd, the runners and loops act
+  // on instead of the tool's name.
   ToolCommand command = ToolCommand::none;
+  FileAccess file_access = FileAccess::none;
+  WebFacility web = WebFacility::none;
+  ResultView result_view = ResultView::json;
+  bool warm_worker = false;     // a lane's warm workers may serve its calls
+  bool consults_model = false;  // a daemon tool that spends model tokens (oracle)
   nlohmann::json input_schema;  // passes check_tool_schema()
   // The shape of the tool's JSON output when a call succeeds (tool.call's
   // `output` with ok true), for clients that check results against it (MCP's

@@ -231,14 +231,11 @@ class SettingsReader {
                                    const std::vector<TableKey>& keys,
                                    const std::string& unknown = {}) {
     detail::require_table(table, name);
-    for (const auto& entry : detail::entries(table)) {
-      if (find_key(keys, entry.key) != nullptr) continue;
-      std::string known;
-      for (const TableKey& k : keys)
-        known += (known.empty() ? "" : ", ") + std::string(k.name);
-      fail(*entry.value, name + "." + entry.key,
-           unknown.empty() ? "unknown key; known keys are: " + known : unknown);
-    }
+    std::vector<std::string_view> names;
+    names.reserve(keys.size());
+    for (const TableKey& key : keys)
+      names.push_back(key.name);
+    detail::refuse_unknown_keys(table, name, names, unknown);
   }
   void read_listed_keys(const toml::value& table, const std::string& name,
                         const std::vector<TableKey>& keys) {

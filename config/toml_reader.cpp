@@ -102,13 +102,17 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
-std::string join(std::initializer_list<std::string_view> items, std::string_view separator) {
+std::string join(std::span<const std::string_view> items, std::string_view separator) {
   std::string out;
   for (const auto item : items) {
     if (!out.empty()) out += separator;
     out += item;
   }
   return out;
+}
+
+std::string join(std::initializer_list<std::string_view> items, std::string_view separator) {
+  return join(std::span<const std::string_view>(items.begin(), items.size()), separator);
 }
 
 std::vector<Entry> entries(const toml::value& table) {
@@ -129,12 +133,20 @@ const toml::value& require_table(const toml::value& v, std::string_view key) {
 }
 
 void refuse_unknown_keys(const toml::value& table, std::string_view key,
-                         std::initializer_list<std::string_view> allowed) {
+                         std::span<const std::string_view> allowed,
+                         std::string_view unknown_message) {
   for (const auto& entry : entries(table)) {
     if (std::find(allowed.begin(), allowed.end(), entry.key) != allowed.end()) continue;
     fail(*entry.value, std::string(key) + "." + entry.key,
-         "unknown key; known keys are: " + join(allowed));
+         unknown_message.empty() ? "unknown key; known keys are: " + join(allowed)
+                                 : std::string(unknown_message));
   }
+}
+
+void refuse_unknown_keys(const toml::value& table, std::string_view key,
+                         std::initializer_list<std::string_view> allowed) {
+  refuse_unknown_keys(table, key,
+                      std::span<const std::string_view>(allowed.begin(), allowed.size()));
 }
 
 std::string read_string(const toml::value& v, std::string_view key) {
@@ -185,6 +197,11 @@ std::vector<std::string> read_string_list(const toml::value& v, std::string_view
 
 std::string read_choice(const toml::value& v, std::string_view key,
                         std::initializer_list<std::string_view> choices) {
+  return read_choice(v, key, std::span<const std::string_view>(choices.begin(), choices.size()));
+}
+
+std::string read_choice(const toml::value& v, std::string_view key,
+                        std::span<const std::string_view> choices) {
   if (!v.is_string()) fail(v, key, "must be one of " + join(choices) + ", got " + describe(v));
   const std::string s = v.as_string().str;
   if (std::find(choices.begin(), choices.end(), s) == choices.end()) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <string_view>
 #include <toml.hpp>
@@ -28,6 +29,7 @@ std::string where(const toml::value& at);
 // "an integer (-5)", "a string (\"x\")": how a wrong value is reported back.
 std::string describe(const toml::value& v);
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+std::string join(std::span<const std::string_view> items, std::string_view separator = ", ");
 std::string join(std::initializer_list<std::string_view> items, std::string_view separator = ", ");
 
 struct Entry {
@@ -39,7 +41,12 @@ std::vector<Entry> entries(const toml::value& table);
 
 // `v` (found at dotted `key`) must be a table; returns it.
 const toml::value& require_table(const toml::value& v, std::string_view key);
-// Every key of `table` (at dotted `key`) must be in `allowed`.
+// Every key of `table` (at dotted `key`) must be in `allowed`; another is a
+// ConfigError saying `unknown_message`, or by default that it is unknown and
+// which keys are known.
+void refuse_unknown_keys(const toml::value& table, std::string_view key,
+                         std::span<const std::string_view> allowed,
+                         std::string_view unknown_message = {});
 void refuse_unknown_keys(const toml::value& table, std::string_view key,
                          std::initializer_list<std::string_view> allowed);
 
@@ -51,6 +58,8 @@ std::int64_t read_integer_in(const toml::value& v, std::string_view key, std::in
 bool read_bool(const toml::value& v, std::string_view key);
 std::vector<std::string> read_string_list(const toml::value& v, std::string_view key);
 // A string that must be one of `choices`.
+std::string read_choice(const toml::value& v, std::string_view key,
+                        std::span<const std::string_view> choices);
 std::string read_choice(const toml::value& v, std::string_view key,
                         std::initializer_list<std::string_view> choices);
 

@@ -14,6 +14,7 @@
 
 #include "common/path_beneath.hpp"
 #include "common/worktree_path.hpp"
+#include "daemon/job_traits.hpp"
 #include "daemon/web_search_args.hpp"
 #include "memory/repository.hpp"
 #include "proto/json_bounded.hpp"
@@ -28,11 +29,11 @@ namespace {
 // What one call may reach beyond its lane's egress policy: web_fetch's and
 // web_search's own allowed_networks apply to their calls, not to every job
 // of the lane. load() has checked every range.
-std::vector<NetworkRange> networks_allowed_to(const std::string& tool,
+std::vector<NetworkRange> networks_allowed_to(const config::ToolSpec& tool,
                                               const config::Settings& settings) {
   const std::vector<std::string>* ranges = nullptr;
-  if (tool == "web_fetch") ranges = &settings.web_fetch.allowed_networks;
-  if (tool == "web_search") ranges = &settings.web_search.allowed_networks;
+  if (tool.web == config::WebFacility::fetch) ranges = &settings.web_fetch.allowed_networks;
+  if (tool.web == config::WebFacility::search) ranges = &settings.web_search.allowed_networks;
   std::vector<NetworkRange> out;
   if (ranges == nullptr) return out;
   for (const std::string& text : *ranges) {
@@ -56,13 +57,15 @@ std::string egress_token() {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-bool tracks_reads(std::string_view tool) {
-  return tool == "write_file" || tool == "edit_file";
+// Writes need the file's last read (read-before-edit).
+bool tracks_reads(const config::ToolSpec& tool) {
+  return tool.file_access == config::FileAccess::write;
 }
 
 // The calls that change a file run one at a time per file (PathLocks).
-bool changes_a_file(std::string_view tool) {
-  return tracks_reads(tool) || tool == "file_delete";
+bool changes_a_file(const config::ToolSpec& tool) {
+  return tool.file_access == config::FileAccess::write ||
+         tool.file_access == config::FileAccess::remove;
 }
 
 bool runs_a_command(const config::ToolSpec& tool) {
@@ -342,6 +345,13 @@ json ToolRouter::tools_json() const {
          // False for the loop engine's own tools (complete_task,
          // create_*): only a loop answers them.
          {"callable", tool.lane != config::lanes::daemon || hosted_.count(tool.name) != 0},
+         {"traits",
+          {{"command", config::to_string(tool.command)},
+           {"file_access", config::to_string(tool.file_access)},
+           {"web", config::to_string(tool.web)},
+           {"result_view", config::to_string(tool.result_view)},
+           {"warm_worker", tool.warm_worker},
+           {"consults_model", tool.consults_model}}},
          {"input_schema", tool.input_schema}});
     // Only where the catalog describes the tool's output (MCP's outputSchema).
     if (!tool.output_schema.is_null()) tools.back()["output_schema"] = tool.output_schema;
@@ -418,12 +428,12 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   relativize_path(args, request.worktree);
   // Held until the tracker knows the file's new hash (PathLocks).
   PathLocks::Guard file_lock;
-  if (changes_a_file(tool->name) && args.contains("path") && args["path"].is_string()) {
+  if (changes_a_file(*tool) && args.contains("path") && args["path"].is_string()) {
     auto relative = worktree_relative_path(*worktree, args["path"].get<std::string>());
     if (!relative) co_return fail("failed", relative.error());
     file_lock = co_await path_locks_.acquire(*worktree + '\0' + *relative);
   }
-  if (tracks_reads(tool->name) && args.contains("path") && args["path"].is_string()) {
+  if (tracks_reads(*tool) && args.contains("path") && args["path"].is_string()) {
     auto relative = worktree_relative_path(*worktree, args["path"].get<std::string>());
     if (!relative) co_return fail("failed", relative.error());
     if (auto hash = reads_.hash_of(request.session, *worktree, *relative)) {
@@ -460,7 +470,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     }
     args["command"] = std::move(command);
   }
-  if (tool->name == "web_fetch") {
+  if (tool->web == config::WebFacility::fetch) {
     // The user's allowance from loopr.toml, never the model's: it replaces
     // whatever the call carried (the schema refuses the key anyway).
     args["allowed_networks"] = settings_.web_fetch.allowed_networks;
@@ -524,7 +534,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     finish(done, request, started, started_unix, done.tool);
     co_return done;
   }
-  if (tool->name == "web_search") {
+  if (tool->web == config::WebFacility::search) {
     // The provider's key joins the arguments only here, after the approval
     // request, the store's digest (of request.args) and every event: it
     // reaches the job and nothing else (SECURITY.md class 26).
@@ -543,6 +553,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   job.cwd = *worktree;
   job.timeout_ms = job_timeout;
   job.max_output_bytes = static_cast<std::uint64_t>(tool->max_output_bytes);
+  job.traits = job_traits(*tool);
   json started_event = {
       {"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}};
   if (!request.loop_id.empty()) started_event["loop_id"] = request.loop_id;
@@ -551,7 +562,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (egress_ != nullptr && lane_settings != settings_.lanes.end() &&
       lane_settings->second.network) {
     job.egress_token = egress_token();
-    egress_->attribute(job.egress_token, call_id, networks_allowed_to(tool->name, settings_));
+    egress_->attribute(job.egress_token, call_id, networks_allowed_to(*tool, settings_));
   }
   const std::string token = job.egress_token;
   // A read-only call changes nothing, so one whose runner died under it is
@@ -677,12 +688,15 @@ void ToolRouter::remember_result(const std::string& session, const std::string& 
                                  const std::string& tool, const json& output) {
   if (!output.is_object()) return;
   if (!output.contains("path") || !output["path"].is_string()) return;
+  const config::ToolSpec* spec = catalog_->catalog.find(tool);
+  if (spec == nullptr) return;
   const std::string path = output["path"].get<std::string>();
-  if (tool == "read_file" || tool == "write_file" || tool == "edit_file") {
+  if (spec->file_access == config::FileAccess::read ||
+      spec->file_access == config::FileAccess::write) {
     if (output.contains("content_hash") && output["content_hash"].is_string()) {
       reads_.remember(session, worktree, path, output["content_hash"].get<std::string>());
     }
-  } else if (tool == "file_delete") {
+  } else if (spec->file_access == config::FileAccess::remove) {
     if (string_field(output, "deleted", "") == "directory") {
       reads_.forget_beneath(session, worktree, path);
     } else {

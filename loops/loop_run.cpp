@@ -107,27 +107,52 @@ json tool_error(const std::string& code, const std::string& message, const std::
           {"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
 }
 
+// The command a build, test or validate tool (by its command trait) runs in
+// this loop: the loop's validation command, or its repository's build or
+// test command; empty for any other tool, or when none is configured.
+std::string loop_command_of(const config::ToolSpec& tool, const config::CommandSettings& commands,
+                            const std::string& validation_command) {
+  switch (tool.command) {
+    case config::ToolCommand::build:
+      return commands.build;
+    case config::ToolCommand::test:
+      return commands.test;
+    case config::ToolCommand::validate:
+      return validation_command;
+    default:
+      return {};
+  }
+}
+
+bool runs_loop_command(const config::ToolSpec& tool) {
+  return tool.command == config::ToolCommand::build || tool.command == config::ToolCommand::test ||
+         tool.command == config::ToolCommand::validate;
+}
+
 // The loop type's tools that are offered to the model, in their order: all
-// of them but those that could only say they cannot run — the oracle when
-// [oracle] names no provider, build and test when [commands] has no command
-// for them, validate when the loop has no validation command — and
+// of them but those that could only say they cannot run — a tool that
+// consults a model (the oracle) when [oracle] names no provider, a build,
+// test or validate tool (by its command trait) with no command to run — and
 // read_output always (cut results name it). A call of a tool not offered
 // still gets the router's (or the engine's) answer.
 std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
-                                       const config::Settings& settings,
+                                       const ToolGateway& gateway, const config::Settings& settings,
                                        const config::CommandSettings& commands,
                                        const std::string& validation_command) {
   std::vector<std::string> offered;
   bool oracle_left_out = false;
   for (const std::string& tool : tools) {
-    if (tool == "oracle" && !settings.oracle.configured()) {
-      oracle_left_out = true;
-      continue;
+    if (tool == "read_output") continue;  // the engine's own, added last
+    if (const config::ToolSpec* spec = gateway.find_tool(tool)) {
+      if (spec->consults_model && !settings.oracle.configured()) {
+        oracle_left_out = true;
+        continue;
+      }
+      if (runs_loop_command(*spec) &&
+          loop_command_of(*spec, commands, validation_command).empty()) {
+        continue;
+      }
     }
-    if (tool == "build" && commands.build.empty()) continue;
-    if (tool == "test" && commands.test.empty()) continue;
-    if (tool == "validate" && validation_command.empty()) continue;
-    if (tool == "read_output") continue;
     offered.push_back(tool);
   }
   offered.push_back("read_output");
@@ -140,26 +165,32 @@ std::vector<std::string> offered_tools(const std::vector<std::string>& tools,
   return offered;
 }
 
+// A tool's traits by name; a tool the catalog lacks (a call of a made-up
+// name) has the defaults.
+config::FileAccess file_access_of(const ToolGateway& tools, const std::string& name) {
+  const config::ToolSpec* spec = tools.find_tool(name);
+  return spec != nullptr ? spec->file_access : config::FileAccess::none;
+}
+
+config::ResultView result_view_of(const ToolGateway& tools, const std::string& name) {
+  const config::ToolSpec* spec = tools.find_tool(name);
+  return spec != nullptr ? spec->result_view : config::ResultView::json;
+}
+
 // What the model reads of build, test and validate: the command they run.
-std::string command_tool_description(const std::string& tool, const std::string& command) {
-  const std::string what = tool == "validate" ? "the loop's validation command"
-                           : tool == "test"   ? "the project's test command"
-                                              : "the project's build command";
+std::string command_tool_description(config::ToolCommand kind, const std::string& command) {
+  const std::string what = kind == config::ToolCommand::validate ? "the loop's validation command"
+                           : kind == config::ToolCommand::test   ? "the project's test command"
+                                                                 : "the project's build command";
   std::string text = "Run " + what + " `" + command +
                      "` at the worktree's top, on the heavy lane (no arguments). Returns its "
                      "exit code, duration and output.";
-  if (tool == "validate") {
+  if (kind == config::ToolCommand::validate) {
     text +=
         " This is the command that judges the loop: run it to check your work before you "
         "finish.";
   }
   return text;
-}
-
-// The tools looprd hosts that consult a model of their own, and so share
-// what the budgets leave (Allowance).
-bool consults_a_model(const std::string& tool) {
-  return tool == "oracle";
 }
 
 // What a tool looprd hosts spent on a model of its own, for the loop's
@@ -574,7 +605,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
           }
           const auto cap = static_cast<std::size_t>(
               engine_.services().settings.context.tool_result_cap(parsed->name));
-          std::string whole = full_view(parsed->name, *outcome);
+          std::string whole =
+              full_view(result_view_of(engine_.services().tools, parsed->name), *outcome);
           if (whole.size() > cap) full_views_[parsed->call_id] = std::move(whole);
         } else if (result.value("ok", false)) {
           // A journal from before results were rendered for the model: the
@@ -665,7 +697,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
                               std::string(artifact_kind_of(artifact_tool_for(spec_.type))) +
                               " you record with " + std::string(artifact_tool_for(spec_.type));
   }
-  inputs.tools = offered_tools(spec_.tools, services.settings,
+  inputs.tools = offered_tools(spec_.tools, services.tools, services.settings,
                                loop_commands(spec_, services.settings), spec_.validate);
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
@@ -795,22 +827,20 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
             (provider.error().hint.empty() ? std::string() : " (" + provider.error().hint + ")"));
   }
   const auto& provider_settings = services.settings.providers.at(spec_.provider);
-  const json definitions = services.tools.tool_definitions(offered_tools(
-      spec_.tools, services.settings, loop_commands(spec_, services.settings), spec_.validate));
+  const json definitions = services.tools.tool_definitions(
+      offered_tools(spec_.tools, services.tools, services.settings,
+                    loop_commands(spec_, services.settings), spec_.validate));
   std::vector<llm::ToolDefinition> tools;
   std::size_t tools_bytes = 0;  // for the estimates of the input
   for (const json& definition : definitions) {
     tools.push_back({definition.value("name", ""), definition.value("description", ""),
                      definition.value("input_schema", json::object())});
-    const std::string& name = tools.back().name;
-    if (name == "build")
-      tools.back().description =
-          command_tool_description(name, loop_commands(spec_, services.settings).build);
-    if (name == "test")
-      tools.back().description =
-          command_tool_description(name, loop_commands(spec_, services.settings).test);
-    if (name == "validate")
-      tools.back().description = command_tool_description(name, spec_.validate);
+    if (const config::ToolSpec* spec = services.tools.find_tool(tools.back().name);
+        spec != nullptr && runs_loop_command(*spec)) {
+      tools.back().description = command_tool_description(
+          spec->command,
+          loop_command_of(*spec, loop_commands(spec_, services.settings), spec_.validate));
+    }
     tools_bytes += tools.back().name.size() + tools.back().description.size() +
                    tools.back().input_schema.dump().size();
   }
@@ -1123,17 +1153,22 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
              "doing it again"}}}};
       continue;
     }
-    if (tool->lane == config::lanes::daemon && consults_a_model(call.name)) {
+    // A tool looprd hosts that consults a model of its own shares what the
+    // budgets leave (Allowance).
+    if (tool->lane == config::lanes::daemon && tool->consults_model) {
       hosted.push_back(dispatch.size());
     }
     // validate runs the loop's own validation command (the router's would
     // run [commands] validate).
-    validation_calls.push_back(call.name == "validate" && !spec_.validate.empty());
+    validation_calls.push_back(tool->command == config::ToolCommand::validate &&
+                               !spec_.validate.empty());
     // build and test run the loop's repository's commands as resolved when
     // it was made, so a restart runs the same.
     std::optional<std::string> command;
-    if (spec_.repo_settings && (call.name == "build" || call.name == "test")) {
-      command = call.name == "build" ? spec_.commands.build : spec_.commands.test;
+    if (spec_.repo_settings && tool->command == config::ToolCommand::build) {
+      command = spec_.commands.build;
+    } else if (spec_.repo_settings && tool->command == config::ToolCommand::test) {
+      command = spec_.commands.test;
     }
     dispatch.push_back(GatewayCall{call.name, std::move(args), std::nullopt, std::move(command)});
     dispatch_index.push_back(i);
@@ -1213,10 +1248,8 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
   // was is the model's work: its commit takes it (kept_out, commit()).
   if (!progress_.kept_out.empty()) {
     for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (calls[i].name != "edit_file" && calls[i].name != "write_file" &&
-          calls[i].name != "file_delete") {
-        continue;
-      }
+      const config::FileAccess access = file_access_of(services.tools, calls[i].name);
+      if (access != config::FileAccess::write && access != config::FileAccess::remove) continue;
       if (!outcomes[i].value("ok", false)) continue;
       std::string path = field_text(outcomes[i].value("output", json::object()), "path");
       if (path.rfind(spec_.worktree + "/", 0) == 0) path.erase(0, spec_.worktree.size() + 1);
@@ -1242,7 +1275,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     auto status = [info] { return worktree_changes(info); };
     std::optional<Result<std::vector<WorktreeChange>>> before;
     for (std::size_t i = 0; i < calls.size(); ++i) {
-      if ((calls[i].name != "edit_file" && calls[i].name != "write_file") ||
+      if (file_access_of(services.tools, calls[i].name) != config::FileAccess::write ||
           !outcomes[i].value("ok", false)) {
         continue;
       }
@@ -1283,7 +1316,8 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
     result.name = calls[i].name;
     const auto cap =
         static_cast<std::size_t>(services.settings.context.tool_result_cap(calls[i].name));
-    CappedView view = capped_view(calls[i].name, calls[i].id, outcome, cap);
+    CappedView view =
+        capped_view(result_view_of(services.tools, calls[i].name), calls[i].id, outcome, cap);
     if (view.cut) full_views_[calls[i].id] = std::move(view.whole);
     result.content = std::move(view.text);
     if (!lint_notes[i].empty()) result.content += lint_notes[i];

@@ -21,11 +21,6 @@ std::string dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-bool is_command_tool(const std::string& tool) {
-  return tool == "run_command" || tool == "run_command_isolated" || tool == "build" ||
-         tool == "test" || tool == "validate";
-}
-
 // Fields a model has no use for: hashes, and base64 copies of bytes the
 // text fields already carry (lossily).
 bool hidden_field(const std::string& key) {
@@ -327,7 +322,8 @@ CappedView capped_head_and_tail(std::string whole, const std::string& call_id, s
 
 }  // namespace
 
-std::string full_view(const std::string& tool, const json& outcome) {
+std::string full_view(config::ResultView view, const json& outcome) {
+  using config::ResultView;
   if (!outcome.value("ok", false)) {
     json error = outcome.contains("error") ? outcome["error"] : json::object();
     if (error.is_object()) error = without_hidden(error);
@@ -336,23 +332,27 @@ std::string full_view(const std::string& tool, const json& outcome) {
   const json output = outcome.contains("output") ? outcome["output"] : json();
   if (output.is_string()) return output.get<std::string>();
   if (!output.is_object()) return dump(output);
-  if (is_command_tool(tool)) return command_view(output);
-  if (tool == "read_file" && output.contains("content")) return read_file_view(output);
-  if (tool == "list_directory" && output.contains("entries")) return list_directory_view(output);
-  if (tool == "glob" && output.contains("matches")) return glob_view(output);
-  if (tool == "grep" && output.contains("mode")) return grep_view(output);
+  if (view == ResultView::command) return command_view(output);
+  if (view == ResultView::file && output.contains("content")) return read_file_view(output);
+  if (view == ResultView::directory && output.contains("entries"))
+    return list_directory_view(output);
+  if (view == ResultView::paths && output.contains("matches")) return glob_view(output);
+  if (view == ResultView::grep && output.contains("mode")) return grep_view(output);
   return dump(without_hidden(output));
 }
 
-CappedView capped_view(const std::string& tool, const std::string& call_id, const json& outcome,
+CappedView capped_view(config::ResultView view, const std::string& call_id, const json& outcome,
                        std::size_t cap) {
-  std::string whole = full_view(tool, outcome);
+  using config::ResultView;
+  std::string whole = full_view(view, outcome);
   const bool ok = outcome.value("ok", false);
   const json output = ok && outcome.contains("output") ? outcome["output"] : json();
-  if (ok && tool == "read_file" && output.is_object() && output.contains("content")) {
+  if (ok && view == ResultView::file && output.is_object() && output.contains("content")) {
     return capped_read_file(output, std::move(whole), cap);
   }
-  if (ok && (tool == "list_directory" || tool == "glob" || tool == "grep") && output.is_object()) {
+  if (ok &&
+      (view == ResultView::directory || view == ResultView::paths || view == ResultView::grep) &&
+      output.is_object()) {
     return capped_listing(std::move(whole), call_id, cap);
   }
   return capped_head_and_tail(std::move(whole), call_id, cap);

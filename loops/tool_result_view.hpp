@@ -2,7 +2,7 @@
 // shaped for programs: JSON with hashes, base64 copies of non-UTF-8 bytes,
 // stdout and stderr apart, and as large as the tool's own output cap (1 MB
 // for `test`). The loop engine does not put that into the conversation; it
-// puts this view:
+// puts this view, chosen by the tool's result_view trait (config::ResultView):
 //   - commands (run_command, run_command_isolated, build, test, validate):
 //     "exit code N · 1.2 s" and notes, then the output merged as a terminal
 //     shows it (the tool's `output`; else stdout, then stderr);
@@ -25,10 +25,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "config/tool_traits.hpp"
+
 namespace loopr::loops {
 
-// The whole view of `outcome` (a tool.call result) of `tool`, uncapped.
-std::string full_view(const std::string& tool, const nlohmann::json& outcome);
+// The whole view of `outcome` (a tool.call result), as `view` shapes it, uncapped.
+std::string full_view(config::ResultView view, const nlohmann::json& outcome);
 
 struct CappedView {
   std::string text;         // at most the cap (plus a marker line of < 400 bytes)
@@ -39,7 +41,7 @@ struct CappedView {
 
 // full_view() held to `cap` bytes; `call_id` names the call in the marker
 // (for read_output). cap 0: no cap.
-CappedView capped_view(const std::string& tool, const std::string& call_id,
+CappedView capped_view(config::ResultView view, const std::string& call_id,
                        const nlohmann::json& outcome, std::size_t cap);
 
 // read_output's page: `view` (a full_view) from byte `offset` for at most

@@ -52,6 +52,10 @@ json encode(const Job& m) {
   out["timeout_ms"] = m.timeout_ms;
   out["max_output_bytes"] = m.max_output_bytes;
   if (!m.egress_token.empty()) out["egress_token"] = m.egress_token;
+  out["program"] = m.traits.program == JobProgram::fetch ? "loopr-fetch" : "loopr-tool";
+  out["runs_commands"] = m.traits.runs_commands;
+  out["warm_worker"] = m.traits.warm_worker;
+  out["read_only"] = m.traits.read_only;
   return out;
 }
 
@@ -154,6 +158,14 @@ Job decode<Job>(FieldReader& f) {
   m.timeout_ms = f.unsigned_integer("timeout_ms");
   m.max_output_bytes = f.unsigned_integer("max_output_bytes");
   m.egress_token = f.optional_text("egress_token", 128).value_or("");
+  const std::string program = f.text("program", 32);
+  if (f.ok() && program != "loopr-tool" && program != "loopr-fetch") {
+    f.fail("program", "must be \"loopr-tool\" or \"loopr-fetch\"");
+  }
+  m.traits.program = program == "loopr-fetch" ? JobProgram::fetch : JobProgram::tool;
+  m.traits.runs_commands = f.boolean("runs_commands");
+  m.traits.warm_worker = f.boolean("warm_worker");
+  m.traits.read_only = f.boolean("read_only");
   return m;
 }
 

@@ -22,7 +22,8 @@
 
 namespace loopr::proto {
 
-inline constexpr std::uint32_t kRunnerProtocolVersion = 1;
+// 2: a job carries its tool's traits (JobTraits).
+inline constexpr std::uint32_t kRunnerProtocolVersion = 2;
 inline constexpr std::size_t kMaxJobIdBytes = 256;
 inline constexpr std::uint32_t kMaxRunnerSlots = 4096;
 
@@ -42,6 +43,25 @@ struct HandshakeAck {
   bool operator==(const HandshakeAck&) const = default;
 };
 
+// Which sandboxed binary runs a job's tool. Wire "program": "loopr-tool" |
+// "loopr-fetch".
+enum class JobProgram { tool, fetch };
+
+// What looprd's catalog says of a job's tool (config/tool_traits.hpp), so the
+// runner decides by traits, never by the tool's name. Each is a wire field of
+// the job and required there. The defaults are the cautious side.
+struct JobTraits {
+  JobProgram program = JobProgram::tool;
+  // The job may run a shell command; a root runner then clears set-ID bits
+  // the command left in the worktree (runner/set_id_sweep.hpp).
+  bool runs_commands = true;
+  // The lane's warm workers may serve it (a file tool that starts no process).
+  bool warm_worker = false;
+  // It changes nothing, so a warm worker lost under it is retried once.
+  bool read_only = false;
+  bool operator==(const JobTraits&) const = default;
+};
+
 // daemon → runner. Integers are capped at 2^53 - 1 on the wire.
 struct Job {
   std::string job_id;  // non-empty, <= kMaxJobIdBytes
@@ -55,6 +75,7 @@ struct Job {
   // Presented by the job to the lane's egress proxy (in its proxy URL), so
   // the proxy can tell which call a connection belongs to; empty: none.
   std::string egress_token;
+  JobTraits traits;  // wire: program, runs_commands, warm_worker, read_only
   bool operator==(const Job&) const = default;
 };
 

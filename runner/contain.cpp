@@ -118,7 +118,7 @@ ExecImage prepare_exec(const LaneSandboxSpec& spec, const JobLaunch& job, bool w
     image.argv_strings = {"loopr-tool", "--serve",     "--worktree",
                           job.worktree, "--filter-fd", std::to_string(kWorkerFilterFd)};
   } else {
-    image.argv_strings = {runs_in_fetch_binary(job.tool) ? "loopr-fetch" : "loopr-tool", job.tool,
+    image.argv_strings = {job.in_fetch_binary ? "loopr-fetch" : "loopr-tool", job.tool,
                           "--worktree", job.worktree};
   }
   LaneFacts facts;
@@ -311,7 +311,7 @@ Result<LaneSandbox> LaneSandbox::contain(const LaneSandboxSpec& spec,
 }
 
 Result<RunningJob> LaneSandbox::start_job(const JobLaunch& job) const {
-  const bool fetch = runs_in_fetch_binary(job.tool);
+  const bool fetch = job.in_fetch_binary;
   if (fetch && !fetch_binary_) {
     return make_error(errc::sandbox_setup,
                       job.tool + " needs loopr-fetch, which was not found at '" +

@@ -87,9 +87,10 @@ struct LaneSandboxSpec {
 
 struct JobLaunch {
   std::string tool;
-  std::string args_json;                   // the tool's stdin
-  std::string worktree;                    // absolute, beneath a writable root
-  std::string cwd;                         // absolute, inside the worktree
+  bool in_fetch_binary = false;  // loopr-fetch runs it, not loopr-tool (JobTraits::program)
+  std::string args_json;         // the tool's stdin
+  std::string worktree;          // absolute, beneath a writable root
+  std::string cwd;               // absolute, inside the worktree
   std::map<std::string, std::string> env;  // filtered by job_environment()
   std::int64_t max_output_bytes = 100'000;
   bool stream_output = false;  // the lane streams output (LOOPR_STREAM_OUTPUT)
@@ -131,12 +132,6 @@ struct StartFds {
   int tool_binary;
   int filter = -1;
 };
-
-// The tools loopr-fetch runs (web_fetch, web_search); every other tool is
-// loopr-tool's.
-inline bool runs_in_fetch_binary(std::string_view tool) {
-  return tool == "web_fetch" || tool == "web_search";
-}
 
 class LaneSandbox {
  public:

@@ -253,6 +253,7 @@ void LaneRunner::start_process_job(proto::Job job, std::uint64_t output_cap,
                                    std::chrono::milliseconds call_timeout) {
   JobLaunch launch;
   launch.tool = job.tool;
+  launch.in_fetch_binary = job.traits.program == proto::JobProgram::fetch;
   launch.args_json = job.args.dump();
   launch.worktree = job.worktree;
   launch.cwd = job.cwd;
@@ -355,7 +356,7 @@ void LaneRunner::finish_job(ActiveJob& job) {
   }
 
   // As root, a command may have left a set-ID file behind (set_id_sweep.hpp).
-  if (::getuid() == 0 && !sandbox_.spec().sandbox_off && runs_commands(job.request.tool)) {
+  if (::getuid() == 0 && !sandbox_.spec().sandbox_off && job.request.traits.runs_commands) {
     if (const std::size_t cleared = clear_set_id_bits(job.request.worktree); cleared > 0) {
       std::cerr << "loopr-runner: cleared set-user-ID/set-group-ID bits on " << cleared
                 << " file(s) job " << job.request.job_id << " left in " << job.request.worktree

@@ -3,9 +3,6 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
-#include <array>
-#include <string_view>
-
 namespace loopr::runner {
 namespace {
 
@@ -26,15 +23,6 @@ std::size_t clear_set_id_bits(const std::string& worktree) {
   g_cleared = 0;
   ::nftw(worktree.c_str(), clear_one, 16, FTW_PHYS | FTW_MOUNT);
   return g_cleared;
-}
-
-bool runs_commands(const std::string& tool) {
-  constexpr std::array<std::string_view, 5> kCommandTools = {"run_command", "run_command_isolated",
-                                                             "build", "test", "validate"};
-  for (std::string_view name : kCommandTools) {
-    if (tool == name) return true;
-  }
-  return false;
 }
 
 }  // namespace loopr::runner

@@ -3,7 +3,8 @@
 // setuid-root program left there would give root to whoever runs it on the
 // host. seccomp refuses the bits on chmod, open, creat and mknod
 // (seccomp_filter.cpp); openat2, whose mode seccomp cannot see, could still
-// set them, so after each command job the runner clears them in the job's
+// set them, so after each job whose traits say it runs commands
+// (proto::JobTraits::runs_commands) the runner clears them in the job's
 // worktree. The job's processes are gone by then (its PID namespace died
 // with its PID 1), so nothing sets them again behind the sweep.
 #pragma once
@@ -17,9 +18,5 @@ namespace loopr::runner {
 // (not following symlinks, not crossing into other mounts such as the
 // read-only .git); returns how many it cleared.
 std::size_t clear_set_id_bits(const std::string& worktree);
-
-// Whether a job of `tool` runs commands of the model's (and so could have
-// made such a file some other way than loopr-tool's own file tools).
-bool runs_commands(const std::string& tool);
 
 }  // namespace loopr::runner

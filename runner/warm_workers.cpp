@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <iostream>
 
@@ -20,10 +19,6 @@
 namespace loopr::runner {
 namespace {
 
-constexpr std::array<std::string_view, 7> kServedTools = {
-    "read_file", "write_file", "edit_file", "file_delete", "list_directory", "glob", "grep"};
-constexpr std::array<std::string_view, 4> kReadOnlyTools = {"read_file", "list_directory", "glob",
-                                                            "grep"};
 constexpr std::size_t kReadChunk = 256 * 1024;
 // Workers over the cap that may wait for an idle lane to be stopped.
 constexpr std::size_t kDeferredEvictions = 2;
@@ -112,14 +107,6 @@ WarmWorkers::~WarmWorkers() {
   }
 }
 
-bool WarmWorkers::serves(std::string_view tool) {
-  return std::find(kServedTools.begin(), kServedTools.end(), tool) != kServedTools.end();
-}
-
-bool WarmWorkers::read_only(std::string_view tool) {
-  return std::find(kReadOnlyTools.begin(), kReadOnlyTools.end(), tool) != kReadOnlyTools.end();
-}
-
 std::size_t WarmWorkers::busy() const {
   return static_cast<std::size_t>(std::count_if(workers_.begin(), workers_.end(),
                                                 [](const auto& w) { return w->call.has_value(); }));
@@ -127,7 +114,8 @@ std::size_t WarmWorkers::busy() const {
 
 bool WarmWorkers::try_start(proto::Job& job, std::uint64_t output_cap,
                             std::chrono::milliseconds timeout) {
-  if (options_.max_workers == 0 || given_up_ || sandbox_.spec().sandbox_off || !serves(job.tool)) {
+  if (options_.max_workers == 0 || given_up_ || sandbox_.spec().sandbox_off ||
+      !job.traits.warm_worker) {
     return false;
   }
   return dispatch(job, output_cap, Clock::now() + timeout, /*retried=*/false);
@@ -458,7 +446,7 @@ void WarmWorkers::reap(Worker& worker) {
   // reported as the crash, not as a timeout of its retry).
   const auto left = call->deadline - Clock::now();
   const auto quarter = std::chrono::milliseconds(call->job.timeout_ms / 4);
-  if (read_only(call->job.tool) && !call->retried && !silent_ && left >= quarter) {
+  if (call->job.traits.read_only && !call->retried && !silent_ && left >= quarter) {
     std::cerr << "loopr-runner: the warm worker for " << worktree << " ended during "
               << call->job.tool << " (" << why << "); retrying it once on a fresh worker\n";
     proto::Job job = std::move(call->job);
@@ -473,7 +461,7 @@ void WarmWorkers::reap(Worker& worker) {
   }
   fail_call(*call, "the warm worker serving " + worktree + " ended during " + call->job.tool +
                        " (" + why + ")" +
-                       (read_only(call->job.tool)
+                       (call->job.traits.read_only
                             ? "; it was not retried again"
                             : "; the call may have been applied in part: read the file again "
                               "before relying on it"));

@@ -1,6 +1,7 @@
 // WarmWorkers: the lane's resident workers for the file tools (DESIGN.md §6.4),
 // so that read_file, write_file, edit_file, file_delete, list_directory, glob
-// and grep cost no fork or exec per call.
+// and grep cost no fork or exec per call. Which calls they take is the job's
+// trait (proto::JobTraits::warm_worker, from the catalog), not its tool name.
 //
 // A worker serves one worktree. It is started like a job for that worktree
 // (LaneSandbox::start_worker: its own PID and mount namespaces, the job's
@@ -21,7 +22,8 @@
 // second worker when its first is busy). A call over its timeout, or cancelled, kills its worker
 // (SIGKILL to its PID 1: no thread is left running) and gets a timeout or
 // cancelled result. A worker that dies during a call fails it with a clear
-// error — or, for a read-only tool (read_file, list_directory, glob, grep),
+// error — or, for a read-only tool (JobTraits::read_only: read_file,
+// list_directory, glob, grep),
 // retries it once on a fresh worker, within the call's own deadline, when a
 // quarter of its time is left; a sandbox step that failed is reported as it
 // is and never retried. A worktree whose folder was replaced (another inode
@@ -76,10 +78,6 @@ class WarmWorkers {
   ~WarmWorkers();  // kills and reaps every worker
   WarmWorkers(const WarmWorkers&) = delete;
   WarmWorkers& operator=(const WarmWorkers&) = delete;
-
-  // The tools a worker serves, and of those the read-only ones.
-  static bool serves(std::string_view tool);
-  static bool read_only(std::string_view tool);
 
   // Starts `job` (worktree and cwd already checked by LaneRunner) on a worker
   // and takes it; false, leaving `job` as it was, when no worker can take it

@@ -535,5 +535,88 @@ TEST(CatalogTraits, CommandNamesRoundTrip) {
   EXPECT_FALSE(parse_tool_command("run_command").has_value());
 }
 
+TEST(CatalogTraits, BuiltinToolsCarryTheirFileWebViewWorkerAndModelTraits) {
+  const Catalog c = Catalog::builtin();
+  EXPECT_EQ(c.find("read_file")->file_access, FileAccess::read);
+  EXPECT_EQ(c.find("write_file")->file_access, FileAccess::write);
+  EXPECT_EQ(c.find("edit_file")->file_access, FileAccess::write);
+  EXPECT_EQ(c.find("file_delete")->file_access, FileAccess::remove);
+  EXPECT_EQ(c.find("grep")->file_access, FileAccess::none);
+  EXPECT_EQ(c.find("run_command")->file_access, FileAccess::none);
+  EXPECT_EQ(c.find("web_fetch")->web, WebFacility::fetch);
+  EXPECT_EQ(c.find("web_search")->web, WebFacility::search);
+  EXPECT_EQ(c.find("run_command")->web, WebFacility::none);
+  EXPECT_EQ(c.find("read_file")->result_view, ResultView::file);
+  EXPECT_EQ(c.find("list_directory")->result_view, ResultView::directory);
+  EXPECT_EQ(c.find("glob")->result_view, ResultView::paths);
+  EXPECT_EQ(c.find("grep")->result_view, ResultView::grep);
+  EXPECT_EQ(c.find("edit_file")->result_view, ResultView::json);
+  // Every command tool shows its exit code and output; every other one does
+  // not pretend to.
+  for (const ToolSpec& tool : c.tools()) {
+    EXPECT_EQ(tool.result_view == ResultView::command, tool.command != ToolCommand::none)
+        << tool.name;
+  }
+  // Warm workers serve exactly the file tools, which start no process.
+  std::vector<std::string> warm;
+  for (const ToolSpec& tool : c.tools()) {
+    if (tool.warm_worker) warm.push_back(tool.name);
+  }
+  EXPECT_EQ(warm, (std::vector<std::string>{"read_file", "write_file", "edit_file", "file_delete",
+                                            "list_directory", "glob", "grep"}));
+  EXPECT_TRUE(c.find("oracle")->consults_model);
+  EXPECT_FALSE(c.find("memory_search")->consults_model);
+}
+
+TEST(CatalogTraits, NoCatalogFileMaySetATraitOfTheToolsOwnImplementation) {
+  for (const char* line : {"file_access = \"read\"", "web = \"fetch\"", "warm_worker = true",
+                           "consults_model = false"}) {
+    const std::string key = std::string(line).substr(0, std::string(line).find(' '));
+    const std::string message = merge_error(std::string("[tools.run_command]\n") + line + "\n");
+    EXPECT_NE(message.find("tools.run_command." + key), std::string::npos) << message;
+    EXPECT_NE(message.find("set by loopr for its built-in tools"), std::string::npos) << message;
+    const std::string repository = repository_error(std::string("[tools.grep]\n") + line + "\n");
+    EXPECT_NE(repository.find("tools.grep." + key), std::string::npos) << repository;
+  }
+  // The catalog is unchanged by the refused file.
+  EXPECT_EQ(Catalog::builtin().find("run_command")->web, WebFacility::none);
+}
+
+TEST(CatalogTraits, AUsersFileSetsTheResultViewAndANewCommandToolShowsItsOutput) {
+  const Catalog c = merged(
+      "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
+      "command = \"test\"\n"
+      "input_schema = '{\"type\": \"object\", \"properties\": {}, "
+      "\"additionalProperties\": false}'\n"
+      "[tools.grep]\nresult_view = \"json\"\n");
+  EXPECT_EQ(c.find("lint")->result_view, ResultView::command);
+  EXPECT_EQ(c.find("grep")->result_view, ResultView::json);
+  const std::string message = merge_error("[tools.grep]\nresult_view = \"table\"\n");
+  EXPECT_NE(message.find("json, command, file, directory, paths, grep"), std::string::npos)
+      << message;
+}
+
+TEST(CatalogTraits, ARepositoryFileCannotChangeHowAResultIsShown) {
+  const std::string message = repository_error("[tools.grep]\nresult_view = \"json\"\n");
+  EXPECT_NE(message.find("tools.grep.result_view"), std::string::npos) << message;
+  EXPECT_NE(message.find("may only tighten"), std::string::npos) << message;
+}
+
+TEST(CatalogTraits, TraitNamesRoundTrip) {
+  for (FileAccess access :
+       {FileAccess::none, FileAccess::read, FileAccess::write, FileAccess::remove}) {
+    EXPECT_EQ(parse_file_access(to_string(access)), access);
+  }
+  EXPECT_EQ(to_string(FileAccess::remove), "delete");
+  for (WebFacility web : {WebFacility::none, WebFacility::fetch, WebFacility::search}) {
+    EXPECT_EQ(parse_web_facility(to_string(web)), web);
+  }
+  for (ResultView view : {ResultView::json, ResultView::command, ResultView::file,
+                          ResultView::directory, ResultView::paths, ResultView::grep}) {
+    EXPECT_EQ(parse_result_view(to_string(view)), view);
+  }
+  EXPECT_FALSE(parse_result_view("read_file").has_value());
+}
+
 }  // namespace
 }  // namespace loopr::config

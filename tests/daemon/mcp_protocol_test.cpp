@@ -199,5 +199,21 @@ TEST_F(DaemonForMcp, ToolListSaysWhichToolsAClientMayCall) {
   EXPECT_EQ(refused["ok"], false) << refused.dump();
 }
 
+TEST_F(DaemonForMcp, ToolListShowsEachToolsTraits) {
+  const json tools = daemon_.call("tool.list")["tools"];
+  std::map<std::string, json> by_name;
+  for (const auto& tool : tools)
+    by_name[tool["name"].get<std::string>()] = tool["traits"];
+  EXPECT_EQ(by_name["edit_file"],
+            json::parse(R"({"command": "none", "file_access": "write", "web": "none",
+                            "result_view": "json", "warm_worker": true,
+                            "consults_model": false})"));
+  EXPECT_EQ(by_name["run_command"]["command"], "from-arguments");
+  EXPECT_EQ(by_name["run_command"]["result_view"], "command");
+  EXPECT_EQ(by_name["file_delete"]["file_access"], "delete");
+  EXPECT_EQ(by_name["web_search"]["web"], "search");
+  EXPECT_EQ(by_name["oracle"]["consults_model"], true);
+}
+
 }  // namespace
 }  // namespace loopr::test

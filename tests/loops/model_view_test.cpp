@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "config/catalog.hpp"
 #include "loops/context_budget.hpp"
 #include "loops/git/worktrees.hpp"
 #include "loops/orientation.hpp"
@@ -22,6 +23,12 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+// The view the built-in catalog gives `tool` (its result_view trait).
+config::ResultView view_of(const char* tool) {
+  static const config::Catalog catalog = config::Catalog::builtin();
+  return catalog.find(tool)->result_view;
+}
+
 json command_outcome(const std::string& stdout_text, const std::string& stderr_text, int exit_code,
                      const json& extra = json::object()) {
   json output = {{"command", "make test"}, {"exit_code", exit_code}, {"stdout", stdout_text},
@@ -35,10 +42,11 @@ TEST(ToolResultView, ACommandIsExitCodeDurationAndItsMergedOutput) {
   const json outcome = command_outcome(
       "out\n", "err\n", 2,
       {{"output", "out\nerr\n"}, {"stdout_base64", "AAAA"}, {"hint", "try make -k"}});
-  const std::string view = full_view("run_command", outcome);
+  const std::string view = full_view(view_of("run_command"), outcome);
   EXPECT_THAT(view, StartsWith("exit code 2 · 1.2 s\n"));
-  const std::string kept = full_view(
-      "test", command_outcome("a", "", 0, {{"truncated", true}, {"output_bytes", 5488895}}));
+  const std::string kept =
+      full_view(view_of("test"),
+                command_outcome("a", "", 0, {{"truncated", true}, {"output_bytes", 5488895}}));
   EXPECT_THAT(kept, StartsWith("exit code 0 · 1.2 s · 5,488,895 bytes printed, of which the tool "
                                "kept the head and tail\n"));
   EXPECT_THAT(view, HasSubstr("note: try make -k\n"));
@@ -63,7 +71,7 @@ TEST(ToolResultView, ALimitAndEgressRefusalsAreShownWithTheirKeys) {
                       {"unit", "MiB"},
                       {"message", "a process of the job was killed for memory (1024 MiB)"}};
   const std::string view =
-      full_view("run_command",
+      full_view(view_of("run_command"),
                 command_outcome("", "npm ERR! 403 Forbidden\n", 1,
                                 {{"limit", limit}, {"egress_refused", json::array({refused})}}));
   EXPECT_THAT(view, HasSubstr("limit: a process of the job was killed for memory (1024 MiB)\n"));
@@ -71,13 +79,14 @@ TEST(ToolResultView, ALimitAndEgressRefusalsAreShownWithTheirKeys) {
                               "net): the name is not in [egress.lanes.net] allow_domains"));
   // The output cap is said in the first line already, not again.
   const std::string cut =
-      full_view("run_command",
+      full_view(view_of("run_command"),
                 command_outcome("a", "", 0, {{"limit", {{"name", "output"}, {"message", "X"}}}}));
   EXPECT_THAT(cut, Not(HasSubstr("limit: X")));
 }
 
 TEST(ToolResultView, WithoutAMergedOutputStderrFollowsStdout) {
-  const std::string view = full_view("test", command_outcome("passed 3\n", "warning: x\n", 0));
+  const std::string view =
+      full_view(view_of("test"), command_outcome("passed 3\n", "warning: x\n", 0));
   EXPECT_THAT(view, HasSubstr("passed 3\n--- stderr ---\nwarning: x\n"));
 }
 
@@ -90,7 +99,7 @@ TEST(ToolResultView, AFiveMegabyteOutputKeepsHeadAndTailWithinTheCap) {
     big += "line " + std::to_string(++line) + " of the test log\n";
   big += "LAST LINE: 1 test failed\n";
   const json outcome = command_outcome(big, "", 1, {{"output", big}});
-  const CappedView view = capped_view("test", "toolu_7", outcome, 16384);
+  const CappedView view = capped_view(view_of("test"), "toolu_7", outcome, 16384);
   EXPECT_TRUE(view.cut);
   EXPECT_LE(view.text.size(), 16384u);
   EXPECT_THAT(view.text, StartsWith("exit code 1"));
@@ -101,7 +110,7 @@ TEST(ToolResultView, AFiveMegabyteOutputKeepsHeadAndTailWithinTheCap) {
   EXPECT_GT(view.whole_bytes, 5u * 1024 * 1024);
 
   // read_output's pages walk the whole view, line by line, to its end.
-  const std::string whole = full_view("test", outcome);
+  const std::string whole = full_view(view_of("test"), outcome);
   EXPECT_EQ(whole.size(), view.whole_bytes);
   const std::size_t offset = std::stoul(view.text.substr(view.text.find("\"offset\": ") + 10));
   const std::string page = view_page(whole, offset, 16384);
@@ -116,8 +125,8 @@ TEST(ToolResultView, TheCutNeverSplitsAUtf8Sequence) {
   std::string text;
   while (text.size() < 40000)
     text += "ünïcödé ";  // no newlines: the cut falls inside the text
-  const CappedView view =
-      capped_view("run_command", "c1", command_outcome(text, "", 0, {{"output", text}}), 2048);
+  const CappedView view = capped_view(view_of("run_command"), "c1",
+                                      command_outcome(text, "", 0, {{"output", text}}), 2048);
   ASSERT_TRUE(view.cut);
   EXPECT_TRUE(nlohmann::json::accept(json(view.text).dump()));
   // Every byte sequence is whole: dumping with strict UTF-8 does not throw.
@@ -136,7 +145,7 @@ TEST(ToolResultView, ReadFileShowsAHeaderTheLinesAndWhereToGoOn) {
                  {"more", true},
                  {"next_offset", 3},
                  {"content_hash", "abc123"}};
-  const std::string view = full_view("read_file", {{"ok", true}, {"output", output}});
+  const std::string view = full_view(view_of("read_file"), {{"ok", true}, {"output", output}});
   EXPECT_THAT(view, StartsWith("src/a.c · lines 1-2 of 300\n"));
   EXPECT_THAT(view, HasSubstr("     1|int a;\n     2|int b;\n"));
   EXPECT_THAT(view, HasSubstr("read_file with offset 3"));
@@ -154,7 +163,8 @@ TEST(ToolResultView, ALongReadFilePageIsCutAtALineWithTheNextOffset) {
                  {"lines_returned", 2000}, {"size_bytes", 160000}, {"invalid_utf8", false},
                  {"lines_cut", 0},         {"total_lines", 5000},  {"more", true},
                  {"next_offset", 2001},    {"content_hash", "h"}};
-  const CappedView view = capped_view("read_file", "r1", {{"ok", true}, {"output", output}}, 16384);
+  const CappedView view =
+      capped_view(view_of("read_file"), "r1", {{"ok", true}, {"output", output}}, 16384);
   ASSERT_TRUE(view.cut);
   EXPECT_LE(view.text.size(), 16384u);
   // 77 bytes a line: the lines that fit, then the offset of the first not shown.
@@ -176,7 +186,7 @@ TEST(ToolResultView, ListingsAreOnePathALineAndCutFromTheBottom) {
   entries.push_back({{"path", "src/sub"}, {"size", 0}, {"is_dir", true}, {"is_symlink", false}});
   const json outcome = {{"ok", true},
                         {"output", {{"path", "src"}, {"entries", entries}, {"truncated", false}}}};
-  const std::string view = full_view("list_directory", outcome);
+  const std::string view = full_view(view_of("list_directory"), outcome);
   EXPECT_EQ(view, "src: 4 entries\nsrc/f0.c\nsrc/f1.c\nsrc/f2.c\nsrc/sub/\n");
 
   json matches = json::array();
@@ -191,7 +201,7 @@ TEST(ToolResultView, ListingsAreOnePathALineAndCutFromTheBottom) {
                           {"truncated", false},
                           {"skipped_binary", 0},
                           {"skipped_symlinks", 0}}}};
-  const CappedView cut = capped_view("glob", "g1", globbed, 4096);
+  const CappedView cut = capped_view(view_of("glob"), "g1", globbed, 4096);
   EXPECT_TRUE(cut.cut);
   EXPECT_LE(cut.text.size(), 4096u);
   EXPECT_THAT(cut.text,
@@ -204,7 +214,7 @@ TEST(ToolResultView, ErrorsKeepCodeMessageAndHint) {
       {"ok", false},
       {"status", "failed"},
       {"error", {{"code", "not_found"}, {"message", "no such file"}, {"hint", "glob for it"}}}};
-  const json parsed = json::parse(full_view("read_file", outcome));
+  const json parsed = json::parse(full_view(view_of("read_file"), outcome));
   EXPECT_EQ(parsed["error"]["code"], "not_found");
   EXPECT_EQ(parsed["error"]["hint"], "glob for it");
 }
@@ -216,7 +226,7 @@ TEST(ToolResultView, OtherToolsAreCompactJsonWithoutHashes) {
                           {"replacements", 1},
                           {"content_hash", "sha256:abc"},
                           {"snippet", "1|x"}}}};
-  const json parsed = json::parse(full_view("edit_file", outcome));
+  const json parsed = json::parse(full_view(view_of("edit_file"), outcome));
   EXPECT_FALSE(parsed.contains("content_hash"));
   EXPECT_EQ(parsed["replacements"], 1);
 }

@@ -95,6 +95,10 @@ RunnerMessage any_runner_message() {
         job.env[any_text()] = any_text();
       job.timeout_ms = any_u64(kSafe);
       job.max_output_bytes = any_u64(kSafe);
+      job.traits = {.program = *rc::gen::arbitrary<bool>() ? JobProgram::fetch : JobProgram::tool,
+                    .runs_commands = *rc::gen::arbitrary<bool>(),
+                    .warm_worker = *rc::gen::arbitrary<bool>(),
+                    .read_only = *rc::gen::arbitrary<bool>()};
       return job;
     }
     case 3:

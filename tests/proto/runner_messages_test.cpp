@@ -21,6 +21,8 @@ Job sample_job() {
   job.env = {{"LANG", "C.UTF-8"}, {"PATH", "/usr/bin:/bin"}};
   job.timeout_ms = 30000;
   job.max_output_bytes = 1 << 20;
+  job.traits = {
+      .program = JobProgram::tool, .runs_commands = false, .warm_worker = true, .read_only = true};
   return job;
 }
 
@@ -47,7 +49,25 @@ TEST(RunnerMessages, JobWireFormat) {
     "args": {"path": "src/main.cpp", "limit": 200},
     "worktree": "/home/dev/repo", "cwd": "/home/dev/repo/src",
     "env": {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
-    "timeout_ms": 30000, "max_output_bytes": 1048576})"));
+    "timeout_ms": 30000, "max_output_bytes": 1048576,
+    "program": "loopr-tool", "runs_commands": false, "warm_worker": true, "read_only": true})"));
+}
+
+TEST(RunnerMessages, JobTraitsRoundTripAndAnUnknownProgramIsRefused) {
+  Job job = sample_job();
+  job.tool = "web_fetch";
+  job.traits = {.program = JobProgram::fetch,
+                .runs_commands = true,
+                .warm_worker = false,
+                .read_only = false};
+  const json wire = to_json(job);
+  EXPECT_EQ(wire["program"], "loopr-fetch");
+  const auto parsed = parse_runner_message(wire);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(std::get<Job>(*parsed).traits, job.traits);
+  json other = wire;
+  other["program"] = "/bin/sh";
+  expect_refused(other, "job", "program");
 }
 
 TEST(RunnerMessages, EveryTypeRoundTrips) {
@@ -120,7 +140,8 @@ TEST(RunnerMessages, RefusesNonObjectsAndMissingOrUnknownType) {
 
 TEST(RunnerMessages, RefusesMissingFields) {
   for (const char* field :
-       {"job_id", "tool", "args", "worktree", "cwd", "env", "timeout_ms", "max_output_bytes"}) {
+       {"job_id", "tool", "args", "worktree", "cwd", "env", "timeout_ms", "max_output_bytes",
+        "program", "runs_commands", "warm_worker", "read_only"}) {
     json wire = to_json(sample_job());
     wire.erase(field);
     expect_refused(wire, "job", field);
@@ -147,6 +168,8 @@ TEST(RunnerMessages, RefusesWrongFieldTypes) {
   expect_refused(with("timeout_ms", "30000"), "job", "timeout_ms");
   expect_refused(with("timeout_ms", 1.5), "job", "timeout_ms");
   expect_refused(with("timeout_ms", true), "job", "timeout_ms");
+  expect_refused(with("runs_commands", "yes"), "job", "runs_commands");
+  expect_refused(with("program", 1), "job", "program");
   expect_refused(json{{"type", "cancel_ack"}, {"job_id", "j"}, {"found", 1}}, "cancel_ack",
                  "found");
 }

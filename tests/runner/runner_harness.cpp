@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "common/fd_passing.hpp"
+#include "config/catalog.hpp"
+#include "daemon/job_traits.hpp"
 
 extern char** environ;
 
@@ -224,6 +226,10 @@ proto::Job RunnerHarness::job(const std::string& id, const std::string& tool, nl
   job.cwd = worktree_;
   job.timeout_ms = timeout_ms;
   job.max_output_bytes = max_output;
+  // As looprd does, from the built-in catalog; a name it lacks (a test of an
+  // unknown tool) keeps the cautious defaults.
+  static const config::Catalog catalog = config::Catalog::builtin();
+  if (const config::ToolSpec* spec = catalog.find(tool)) job.traits = daemon::job_traits(*spec);
   if (egress_) {
     // As looprd does: the job's connections name its call.
     job.egress_token = "token-" + id;

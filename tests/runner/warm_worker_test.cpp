@@ -156,6 +156,26 @@ TEST(WarmWorker, ResultsAreByteIdenticalToAProcessPerCall) {
   EXPECT_TRUE(workers_of(cold).empty()) << "--warm-workers 0 runs a process per call";
 }
 
+// Which calls a worker takes is the job's warm_worker trait, not its tool's
+// name: a read_file job whose traits say otherwise runs as a process, and
+// the same call with the catalog's traits starts a worker.
+TEST(WarmWorker, TheJobsTraitNotItsToolNameDecidesWhetherAWorkerServesIt) {
+  RunnerHarness runner;
+  runner.tree().write("wt/a.txt", "a\n");
+  proto::Job job = runner.job("cold-1", "read_file", {{"path", "a.txt"}});
+  ASSERT_TRUE(job.traits.warm_worker) << "the built-in catalog marks read_file for warm workers";
+  job.traits.warm_worker = false;
+  runner.send(job);
+  const auto cold = runner.receive_a<proto::JobResult>();
+  ASSERT_TRUE(cold.has_value()) << runner.runner_stderr();
+  EXPECT_EQ(cold->status, JobStatus::success) << cold->output << cold->error.value_or("");
+  EXPECT_TRUE(workers_of(runner).empty()) << "a job not marked warm_worker ran on a worker";
+  const auto warm = runner.run("read_file", {{"path", "a.txt"}});
+  EXPECT_EQ(warm.status, JobStatus::success);
+  EXPECT_EQ(warm.output, cold->output);
+  EXPECT_EQ(workers_of(runner).size(), 1u);
+}
+
 // Nothing is cached across calls: what a command job changes between two
 // calls is what the second call sees.
 TEST(WarmWorker, SeesWhatACommandJobChangedBetweenCalls) {
