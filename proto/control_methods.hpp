@@ -15,6 +15,7 @@
 // list is tested against (tests/proto/control_methods_doc_test.cpp).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -62,126 +63,98 @@ inline constexpr MethodFlags kAlways{false, true};
 inline constexpr MethodFlags kAfterInitialize{true, false};
 inline constexpr MethodFlags kAfterInitializeEvenWhenStopping{true, true};
 
+// A method's name as a template argument: a string literal held by value,
+// so each descriptor names its method once, where it is declared.
+template <std::size_t N>
+struct MethodName {
+  // NOLINTNEXTLINE(google-explicit-constructor): built from a literal on purpose
+  constexpr MethodName(const char (&text)[N]) { std::copy_n(text, N, chars); }
+  constexpr std::string_view view() const { return {chars, N - 1}; }
+  char chars[N] = {};
+};
+
 // A descriptor: Name and Flags as above, Params read by Parse.
-template <const char* Name, MethodFlags Flags, class P, class R,
+template <MethodName Name, MethodFlags Flags, class P, class R,
           Result<P> (*Parse)(const nlohmann::json&)>
 struct Method {
-  static constexpr std::string_view name = Name;
+  static constexpr std::string_view name = Name.view();
   static constexpr MethodFlags flags = Flags;
   using Params = P;
   using Reply = R;
   static Result<P> parse(const nlohmann::json& params) { return Parse(params); }
 };
 
-// Names as objects with linkage (a template argument must point at one).
-inline constexpr char kInitialize[] = "initialize";
-inline constexpr char kPing[] = "ping";
-inline constexpr char kToolList[] = "tool.list";
-inline constexpr char kToolCall[] = "tool.call";
-inline constexpr char kToolBatch[] = "tool.batch";
-inline constexpr char kToolCancel[] = "tool.cancel";
-inline constexpr char kApprovalList[] = "approval.list";
-inline constexpr char kApprovalApprove[] = "approval.approve";
-inline constexpr char kApprovalDeny[] = "approval.deny";
-inline constexpr char kEventsSubscribe[] = "events.subscribe";
-inline constexpr char kMetricsGet[] = "metrics.get";
-inline constexpr char kDaemonShutdown[] = "daemon.shutdown";
-inline constexpr char kLoopCreate[] = "loop.create";
-inline constexpr char kLoopList[] = "loop.list";
-inline constexpr char kLoopGet[] = "loop.get";
-inline constexpr char kLoopTranscript[] = "loop.transcript";
-inline constexpr char kLoopExport[] = "loop.export";
-inline constexpr char kLoopDiff[] = "loop.diff";
-inline constexpr char kLoopPause[] = "loop.pause";
-inline constexpr char kLoopResume[] = "loop.resume";
-inline constexpr char kLoopCancel[] = "loop.cancel";
-inline constexpr char kLoopDelete[] = "loop.delete";
-inline constexpr char kLoopCreatePlan[] = "loop.create_plan";
-inline constexpr char kLoopGc[] = "loop.gc";
-inline constexpr char kLoopRerun[] = "loop.rerun";
-inline constexpr char kPlanGet[] = "plan.get";
-inline constexpr char kPlanApprove[] = "plan.approve";
-inline constexpr char kPlanReject[] = "plan.reject";
-inline constexpr char kPlanIterate[] = "plan.iterate";
-inline constexpr char kPlanMerge[] = "plan.merge";
-inline constexpr char kMemoryList[] = "memory.list";
-inline constexpr char kMemorySearch[] = "memory.search";
-inline constexpr char kMemoryGet[] = "memory.get";
-inline constexpr char kMemoryDelete[] = "memory.delete";
-inline constexpr char kRepoTrust[] = "repo.trust";
-inline constexpr char kRepoUntrust[] = "repo.untrust";
-inline constexpr char kRepoShow[] = "repo.show";
-
 // ---- looprd itself, tools, approvals, events ----
-using Initialize = Method<kInitialize, kBeforeInitialize, InitializeParams, InitializeResult,
+using Initialize = Method<"initialize", kBeforeInitialize, InitializeParams, InitializeResult,
                           &parse_initialize_params>;
-using Ping = Method<kPing, kAlways, NoParams, PingResult, &parse_no_params>;
-using ToolList = Method<kToolList, kAfterInitialize, NoParams, Document, &parse_no_params>;
+using Ping = Method<"ping", kAlways, NoParams, PingResult, &parse_no_params>;
+using ToolList = Method<"tool.list", kAfterInitialize, NoParams, Document, &parse_no_params>;
 using ToolCall =
-    Method<kToolCall, kAfterInitialize, ToolCallParams, Document, &parse_tool_call_params>;
+    Method<"tool.call", kAfterInitialize, ToolCallParams, Document, &parse_tool_call_params>;
 using ToolBatch =
-    Method<kToolBatch, kAfterInitialize, ToolBatchParams, Document, &parse_tool_batch_params>;
-using ToolCancel = Method<kToolCancel, kAfterInitialize, ToolCancelParams, ToolCancelResult,
+    Method<"tool.batch", kAfterInitialize, ToolBatchParams, Document, &parse_tool_batch_params>;
+using ToolCancel = Method<"tool.cancel", kAfterInitialize, ToolCancelParams, ToolCancelResult,
                           &parse_tool_cancel_params>;
-using ApprovalList = Method<kApprovalList, kAfterInitialize, NoParams, Document, &parse_no_params>;
-using ApprovalApprove = Method<kApprovalApprove, kAfterInitialize, ApprovalDecisionParams,
+using ApprovalList =
+    Method<"approval.list", kAfterInitialize, NoParams, Document, &parse_no_params>;
+using ApprovalApprove = Method<"approval.approve", kAfterInitialize, ApprovalDecisionParams,
                                ApprovalDecisionResult, &parse_approval_decision_params>;
-using ApprovalDeny = Method<kApprovalDeny, kAfterInitialize, ApprovalDecisionParams,
+using ApprovalDeny = Method<"approval.deny", kAfterInitialize, ApprovalDecisionParams,
                             ApprovalDecisionResult, &parse_approval_decision_params>;
-using EventsSubscribe = Method<kEventsSubscribe, kAfterInitialize, SubscribeParams, SubscribeParams,
-                               &parse_subscribe_params>;
-using MetricsGet = Method<kMetricsGet, kAfterInitialize, NoParams, Document, &parse_no_params>;
-using DaemonShutdown = Method<kDaemonShutdown, kAfterInitializeEvenWhenStopping, NoParams,
+using EventsSubscribe = Method<"events.subscribe", kAfterInitialize, SubscribeParams,
+                               SubscribeParams, &parse_subscribe_params>;
+using MetricsGet = Method<"metrics.get", kAfterInitialize, NoParams, Document, &parse_no_params>;
+using DaemonShutdown = Method<"daemon.shutdown", kAfterInitializeEvenWhenStopping, NoParams,
                               ShutdownResult, &parse_no_params>;
 
 // ---- loops and plans ----
 using LoopCreate =
-    Method<kLoopCreate, kAfterInitialize, LoopCreateParams, Document, &parse_loop_create_params>;
+    Method<"loop.create", kAfterInitialize, LoopCreateParams, Document, &parse_loop_create_params>;
 using LoopList =
-    Method<kLoopList, kAfterInitialize, LoopListParams, Document, &parse_loop_list_params>;
-using LoopGet = Method<kLoopGet, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
-using LoopTranscript = Method<kLoopTranscript, kAfterInitialize, LoopTranscriptParams, Document,
+    Method<"loop.list", kAfterInitialize, LoopListParams, Document, &parse_loop_list_params>;
+using LoopGet = Method<"loop.get", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+using LoopTranscript = Method<"loop.transcript", kAfterInitialize, LoopTranscriptParams, Document,
                               &parse_loop_transcript_params>;
 using LoopExport =
-    Method<kLoopExport, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"loop.export", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using LoopDiff =
-    Method<kLoopDiff, kAfterInitialize, LoopDiffParams, Document, &parse_loop_diff_params>;
+    Method<"loop.diff", kAfterInitialize, LoopDiffParams, Document, &parse_loop_diff_params>;
 using LoopPause =
-    Method<kLoopPause, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"loop.pause", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using LoopResume =
-    Method<kLoopResume, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"loop.resume", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using LoopCancel =
-    Method<kLoopCancel, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"loop.cancel", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using LoopDelete =
-    Method<kLoopDelete, kAfterInitialize, LoopDeleteParams, Document, &parse_loop_delete_params>;
-using LoopCreatePlan = Method<kLoopCreatePlan, kAfterInitialize, LoopCreatePlanParams, Document,
+    Method<"loop.delete", kAfterInitialize, LoopDeleteParams, Document, &parse_loop_delete_params>;
+using LoopCreatePlan = Method<"loop.create_plan", kAfterInitialize, LoopCreatePlanParams, Document,
                               &parse_loop_create_plan_params>;
-using LoopGc = Method<kLoopGc, kAfterInitialize, LoopGcParams, Document, &parse_loop_gc_params>;
+using LoopGc = Method<"loop.gc", kAfterInitialize, LoopGcParams, Document, &parse_loop_gc_params>;
 using LoopRerun =
-    Method<kLoopRerun, kAfterInitialize, LoopFeedbackParams, Document, &parse_loop_rerun_params>;
-using PlanGet = Method<kPlanGet, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"loop.rerun", kAfterInitialize, LoopFeedbackParams, Document, &parse_loop_rerun_params>;
+using PlanGet = Method<"plan.get", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using PlanApprove =
-    Method<kPlanApprove, kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
+    Method<"plan.approve", kAfterInitialize, LoopIdParams, Document, &parse_loop_id_params>;
 using PlanReject =
-    Method<kPlanReject, kAfterInitialize, PlanRejectParams, Document, &parse_plan_reject_params>;
-using PlanIterate = Method<kPlanIterate, kAfterInitialize, LoopFeedbackParams, Document,
+    Method<"plan.reject", kAfterInitialize, PlanRejectParams, Document, &parse_plan_reject_params>;
+using PlanIterate = Method<"plan.iterate", kAfterInitialize, LoopFeedbackParams, Document,
                            &parse_plan_iterate_params>;
 using PlanMerge =
-    Method<kPlanMerge, kAfterInitialize, PlanMergeParams, Document, &parse_plan_merge_params>;
+    Method<"plan.merge", kAfterInitialize, PlanMergeParams, Document, &parse_plan_merge_params>;
 
 // ---- memory notes, repository settings ----
 using MemoryList =
-    Method<kMemoryList, kAfterInitialize, MemoryListParams, Document, &parse_memory_list_params>;
-using MemorySearch = Method<kMemorySearch, kAfterInitialize, MemorySearchParams, Document,
+    Method<"memory.list", kAfterInitialize, MemoryListParams, Document, &parse_memory_list_params>;
+using MemorySearch = Method<"memory.search", kAfterInitialize, MemorySearchParams, Document,
                             &parse_memory_search_params>;
 using MemoryGet =
-    Method<kMemoryGet, kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
+    Method<"memory.get", kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
 using MemoryDelete =
-    Method<kMemoryDelete, kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
-using RepoTrust = Method<kRepoTrust, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
+    Method<"memory.delete", kAfterInitialize, NoteIdParams, Document, &parse_note_id_params>;
+using RepoTrust = Method<"repo.trust", kAfterInitialize, RepoParams, Document, &parse_repo_params>;
 using RepoUntrust =
-    Method<kRepoUntrust, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
-using RepoShow = Method<kRepoShow, kAfterInitialize, RepoParams, Document, &parse_repo_params>;
+    Method<"repo.untrust", kAfterInitialize, RepoParams, Document, &parse_repo_params>;
+using RepoShow = Method<"repo.show", kAfterInitialize, RepoParams, Document, &parse_repo_params>;
 
 }  // namespace methods
 
