@@ -400,6 +400,12 @@ void add_plan_commands(CLI::App& app, PlanFlags& f, ChosenCommand& command) {
           ->check(kPositiveUsd);
   auto* no_follow_option =
       plan_cmd->add_flag("--no-follow", f.no_follow, "print the plan's id and return at once");
+  auto* approve_plan_option =
+      plan_cmd
+          ->add_flag("--approve-plan", f.create.approve_plan,
+                     "approve the plan as soon as it is written and follow it to its end (for "
+                     "headless runs: the exit status is the plan's outcome)")
+          ->excludes(no_follow_option);
 
   auto* show_cmd = plan_cmd->add_subcommand(
       "show", "a plan as Markdown, the tree of loops carrying it out, its budget");
@@ -454,10 +460,10 @@ void add_plan_commands(CLI::App& app, PlanFlags& f, ChosenCommand& command) {
 
   // Runs after the subcommand's callback: `plan DESCRIPTION` when none was given.
   plan_cmd->callback([&f, &command, plan_cmd, description_option, repo_option, start, checkout,
-                      budget_option, no_follow_option] {
+                      budget_option, no_follow_option, approve_plan_option] {
     const std::vector<CLI::Option*> create_options = {
-        description_option, repo_option,   start.base,      start.provider,
-        start.model,        budget_option, no_follow_option};
+        description_option, repo_option,   start.base,       start.provider,
+        start.model,        budget_option, no_follow_option, approve_plan_option};
     if (!plan_cmd->get_subcommands().empty()) {
       for (CLI::Option* option : create_options) {
         if (option->count() > 0) {

@@ -11,6 +11,12 @@ int CommandContext::fail(const Error& error) const {
   return to_int(exit_status_for(error));
 }
 
+int CommandContext::fail_outcome(const Error& error) const {
+  print_failure(err, error);
+  return to_int(exit_status_for(error) == ExitStatus::usage ? ExitStatus::usage
+                                                            : ExitStatus::call_failed);
+}
+
 void CommandContext::print_json(const nlohmann::json& value) const {
   out << pretty_json(value) << '\n';
 }

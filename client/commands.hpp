@@ -28,6 +28,9 @@ struct CommandContext {
 
   // Prints `error` on err and returns its exit status.
   int fail(const Error& error) const;
+  // The same, for a command whose exit status is an outcome (failure.hpp):
+  // 2 for a usage mistake, 1 for any other failure.
+  int fail_outcome(const Error& error) const;
   // Prints `value` as indented JSON on out.
   void print_json(const nlohmann::json& value) const;
   Result<ControlClient> open() const;
@@ -113,7 +116,9 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options);
 // --json). With follow, prints where the loop works (--json: the create
 // result as a JSON line) and follows it live until it reaches a final status
 // or `stop_at`; Ctrl-C then detaches with "detached; the NOUN goes on —
-// " + after_detach(id). Failures are returned, not printed.
+// " + after_detach(id). With --json (a headless run) it also stops when a
+// call of the loop waits for approval (status kCallAwaitsApproval). Failures
+// are returned, not printed.
 struct LiveLoopStart {
   std::string method;
   nlohmann::json params;

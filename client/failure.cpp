@@ -48,4 +48,20 @@ void print_failure(std::ostream& err, const Error& error) {
   if (!error.hint.empty()) err << "hint: " << error.hint << '\n';
 }
 
+int outcome_exit_status(std::string_view status) {
+  auto as_int = [](OutcomeExit outcome) { return static_cast<int>(outcome); };
+  if (status == "completed") return as_int(OutcomeExit::completed);
+  if (status == "failed" || status == "rejected" || status == "invalidated" ||
+      status == "blocked") {
+    return as_int(OutcomeExit::failed);
+  }
+  if (status == "stuck") return as_int(OutcomeExit::stuck);
+  if (status == "budget_exhausted") return as_int(OutcomeExit::budget_exhausted);
+  if (status == "cancelled") return as_int(OutcomeExit::cancelled);
+  if (status == "awaiting_approval" || status == kCallAwaitsApproval) {
+    return as_int(OutcomeExit::needs_approval);
+  }
+  return to_int(ExitStatus::call_failed);
+}
+
 }  // namespace loopr::client

@@ -7,12 +7,18 @@
 //   3  looprd unreachable (no socket, refused, closed, no answer in time)
 //   4  protocol or version mismatch (a malformed reply, another protocol)
 //
+// Commands that wait for a loop or a plan to end (`loop run`, `plan`, `plan
+// approve --follow`) exit with its outcome instead (OutcomeExit), so a
+// headless run in CI can branch on it; for them every failure is 1 and a
+// usage mistake 2 (CommandContext::fail_outcome).
+//
 // Failures travel as loopr::Error (common/error.hpp). Besides the shared
 // errc::* codes, the client uses the codes below; exit_status_for() maps any
 // Error to its exit status.
 #pragma once
 
 #include <iosfwd>
+#include <string_view>
 
 #include "common/error.hpp"
 
@@ -43,6 +49,27 @@ inline constexpr const char* rpc_error = "rpc_error";
 // object, an unreadable file). errc::invalid_arguments is treated alike.
 inline constexpr const char* usage = "usage";
 }  // namespace failure
+
+// The outcome of a loop or plan as the exit status of the command that
+// followed it: 0 completed; 3 failed (also rejected, invalidated, blocked);
+// 4 stuck; 5 budget exhausted; 6 cancelled; 7 waiting for a person (a plan
+// at its approval gate, or a headless run's call waiting for approval).
+enum class OutcomeExit : int {
+  completed = 0,
+  failed = 3,
+  stuck = 4,
+  budget_exhausted = 5,
+  cancelled = 6,
+  needs_approval = 7,
+};
+
+// A loop status the client may stop following at but that is not a loop
+// status looprd stores: a call of the loop waits for a person's approval.
+inline constexpr const char* kCallAwaitsApproval = "call_awaits_approval";
+
+// The exit status for a loop status: OutcomeExit's, and 1 for a status that
+// is no outcome (running, paused, or unknown).
+int outcome_exit_status(std::string_view status);
 
 // The exit status for a failure:
 //   daemon_unreachable, errc::timeout, errc::io           -> unreachable (3)

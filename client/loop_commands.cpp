@@ -52,7 +52,8 @@ Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopSt
   // Subscribed before the loop exists, so none of its events can be missed;
   // other loops' events are filtered out by id.
   if (start.follow) {
-    auto subscribed = subscribe_events(*client, {"loop", "chat", "provider", "tool"}, std::nullopt);
+    auto subscribed =
+        subscribe_events(*client, {"loop", "chat", "provider", "tool", "approval"}, std::nullopt);
     if (!subscribed) return std::move(subscribed).error();
   }
   auto created = client->call(start.method, start.params, kCreateTimeout);
@@ -89,6 +90,8 @@ Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopSt
 
   LoopPrinter printer(live.id, FollowStyle::live, context.json, context.out);
   if (start.stop_at) printer.stop_at(*start.stop_at);
+  // Nobody at a headless run can answer an approval.
+  if (context.json) printer.stop_at(kCallAwaitsApproval);
   if (printer.stops_at(live.status)) return live;
   DetachOnInterrupt detach("detached; the " + start.noun + " goes on \xe2\x80\x94 " +
                            start.after_detach(live.id) + "\n");
@@ -101,16 +104,22 @@ Result<LiveLoop> start_live_loop(const CommandContext& context, const LiveLoopSt
 }
 
 int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
+  // Followed, the exit status is the loop's outcome (failure.hpp).
+  const auto fail = [&](const Error& error) {
+    return options.detach ? context.fail(error) : context.fail_outcome(error);
+  };
   if (blank(options.task)) {
-    return context.fail(make_error(failure::usage, "the task is empty",
-                                   "say what the loop should do, e.g. looprctl loop run --repo . "
-                                   "\"make the tests pass\""));
+    return fail(
+        make_error(failure::usage, "the task is empty",
+                   "say what the loop should do, e.g. looprctl loop run --repo . "
+                   "\"make the tests pass\""));
   }
   if (options.budget_usd && !(std::isfinite(*options.budget_usd) && *options.budget_usd > 0)) {
-    return context.fail(make_error(failure::usage, "--budget-usd must be a positive number"));
+    return fail(
+        make_error(failure::usage, "--budget-usd must be a positive number"));
   }
   auto repo = absolute_folder(options.repo, "the repository", "--repo");
-  if (!repo) return context.fail(repo.error());
+  if (!repo) return fail(repo.error());
 
   auto started =
       start_live_loop(context, LiveLoopStart{"loop.create", create_params(options, *repo), "loop",
@@ -119,7 +128,7 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
                                                       shell_word(id) + " --follow";
                                              },
                                              std::nullopt, !options.detach});
-  if (!started) return context.fail(started.error());
+  if (!started) return fail(started.error());
   if (options.detach) return to_int(ExitStatus::ok);
   auto& client = started->client;
   const std::string& id = started->id;
@@ -127,16 +136,21 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
 
   // The summary comes from the store: events may have been dropped.
   auto got = client.call<proto::methods::LoopGet>({id});
-  if (!got) return context.fail(got.error());
+  if (!got) return fail(got.error());
   auto final_loop = object_in(*got, "loop", "loop.get");
-  if (!final_loop) return context.fail(final_loop.error());
+  if (!final_loop) return fail(final_loop.error());
   if (is_final_status(loop_status(*final_loop))) status = loop_status(*final_loop);
   if (context.json) {
     context.out << compact_json(*got) << '\n';
   } else {
     print_loop_summary(*final_loop, context.out);
   }
-  return to_int(status == "completed" ? ExitStatus::ok : ExitStatus::call_failed);
+  if (status == kCallAwaitsApproval) {
+    context.err << "looprctl: loop " << printable(id)
+                << " waits for an approval and goes on waiting: see looprctl approvals, or "
+                   "allow the command in loopr.toml\n";
+  }
+  return outcome_exit_status(status);
 }
 
 // ---- loops, loop show ----

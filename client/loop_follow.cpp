@@ -7,6 +7,7 @@
 #include <functional>
 #include <ostream>
 
+#include "client/failure.hpp"
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
@@ -189,6 +190,11 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
     if (stops_at(status)) final_status = status;
   }
 
+  // A call of this loop waits for a person: a headless run stops here.
+  if (event.event == "approval.requested" && stops_at(kCallAwaitsApproval)) {
+    final_status = kCallAwaitsApproval;
+  }
+
   if (json_ && style_ == FollowStyle::live) {
     out_ << compact_json(proto::to_json(event)) << '\n';
     flush();
@@ -232,6 +238,12 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
       }
     } else if (event.event == "tool.finished") {
       print_tool_finished(data);
+    } else if (event.event == "approval.requested") {
+      end_line();
+      const std::string id = string_of(data, "id");
+      out_ << "waiting for your approval: " << printable(string_of(data, "tool")) << " ("
+           << printable(id) << ") \xe2\x80\x94 looprctl approve " << shell_word(id)
+           << ", or looprctl deny " << shell_word(id) << '\n';
     } else if (event.event == "tool.queued") {
       end_line();
       out_ << "waiting: " << printable(string_of(data, "tool"))

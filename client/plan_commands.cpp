@@ -106,16 +106,22 @@ void print_refused_files(const Error& error, std::ostream& err) {
 // ---- plan ----
 
 int run_plan_create(const CommandContext& context, const PlanCreateOptions& options) {
+  // Followed, the exit status is the plan's outcome (failure.hpp).
+  const auto fail = [&](const Error& error) {
+    return options.follow ? context.fail_outcome(error) : context.fail(error);
+  };
   if (blank(options.description)) {
-    return context.fail(make_error(failure::usage, "the description is empty",
-                                   "say what the plan should achieve, e.g. looprctl plan --repo . "
-                                   "\"add a --verbose flag to every command\""));
+    return fail(
+        make_error(failure::usage, "the description is empty",
+                   "say what the plan should achieve, e.g. looprctl plan --repo . "
+                   "\"add a --verbose flag to every command\""));
   }
   if (options.budget_usd && !(std::isfinite(*options.budget_usd) && *options.budget_usd > 0)) {
-    return context.fail(make_error(failure::usage, "--budget-usd must be a positive number"));
+    return fail(
+        make_error(failure::usage, "--budget-usd must be a positive number"));
   }
   auto repo = absolute_folder(options.repo, "the repository", "--repo");
-  if (!repo) return context.fail(repo.error());
+  if (!repo) return fail(repo.error());
 
   auto started = start_live_loop(
       context, LiveLoopStart{"loop.create_plan", create_params(options, *repo), "plan",
@@ -123,17 +129,29 @@ int run_plan_create(const CommandContext& context, const PlanCreateOptions& opti
                                return "see it with: looprctl plan show " + shell_word(id);
                              },
                              "awaiting_approval", options.follow});
-  if (!started) return context.fail(started.error());
+  if (!started) return fail(started.error());
   if (!options.follow) return to_int(ExitStatus::ok);
   const std::string& id = started->id;
   std::string status = started->status;
 
   // What follows comes from the store: events may have been dropped.
   auto got = started->client.call<proto::methods::PlanGet>({id});
-  if (!got) return context.fail(got.error());
+  if (!got) return fail(got.error());
   auto plan = object_in(*got, "plan", "plan.get");
-  if (!plan) return context.fail(plan.error());
+  if (!plan) return fail(plan.error());
   if (!loop_status(*plan).empty()) status = loop_status(*plan);
+  if (status == "awaiting_approval" && options.approve_plan) {
+    // Headless: the gate is passed on the person's standing word.
+    if (context.json) {
+      context.out << compact_json(*got) << '\n';
+    } else {
+      context.out << '\n';
+      print_markdown(*got, context.out);
+      context.out << "\napproving plan " << printable(id) << " (--approve-plan)\n";
+    }
+    context.out.flush();
+    return run_plan_approve(context, id, true);
+  }
   if (context.json) {
     context.out << compact_json(*got) << '\n';
   } else if (status == "awaiting_approval") {
@@ -148,7 +166,10 @@ int run_plan_create(const CommandContext& context, const PlanCreateOptions& opti
     }
     print_loop_summary(*plan, context.out);
   }
-  return to_int(status == "awaiting_approval" ? ExitStatus::ok : ExitStatus::call_failed);
+  // A person at a terminal approves next (exit 0); a headless run (--json)
+  // says a person is needed (7).
+  if (status == "awaiting_approval" && !context.json) return to_int(ExitStatus::ok);
+  return outcome_exit_status(status);
 }
 
 // ---- plan show ----
@@ -190,18 +211,22 @@ int run_plan_show(const CommandContext& context, const std::string& id) {
 // ---- plan approve | reject | iterate ----
 
 int run_plan_approve(const CommandContext& context, const std::string& id, bool follow) {
+  // Following, the exit status is the plan's outcome (failure.hpp).
+  const auto fail = [&](const Error& error) {
+    return follow ? context.fail_outcome(error) : context.fail(error);
+  };
   auto client = context.open();
-  if (!client) return context.fail(client.error());
+  if (!client) return fail(client.error());
   // Subscribed before the approval, so the first children's events are seen.
   if (follow) {
     auto subscribed = subscribe_events(
         *client, {"loop.updated", "loop.merged", "loop.merge_conflict", "plan"}, std::nullopt);
-    if (!subscribed) return context.fail(subscribed.error());
+    if (!subscribed) return fail(subscribed.error());
   }
   auto result = client->call<proto::methods::PlanApprove>({id});
-  if (!result) return context.fail(result.error());
+  if (!result) return fail(result.error());
   auto plan = object_in(*result, "plan", "plan.approve");
-  if (!plan) return context.fail(plan.error());
+  if (!plan) return fail(plan.error());
   if (context.json && !follow) {
     context.print_json(*result);
     return to_int(ExitStatus::ok);
@@ -225,14 +250,14 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
         "looprctl plan show " +
         shell_word(id) + "\n");
     auto followed = follow_plan(*client, printer, FollowOptions{}, context.err);
-    if (!followed) return context.fail(followed.error());
+    if (!followed) return fail(followed.error());
     status = *followed;
   }
 
   auto got = client->call<proto::methods::PlanGet>({id});
-  if (!got) return context.fail(got.error());
+  if (!got) return fail(got.error());
   auto final_plan = object_in(*got, "plan", "plan.get");
-  if (!final_plan) return context.fail(final_plan.error());
+  if (!final_plan) return fail(final_plan.error());
   if (!loop_status(*final_plan).empty()) status = loop_status(*final_plan);
   if (context.json) {
     context.out << compact_json(*got) << '\n';
@@ -241,7 +266,7 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
                 << status_with_reason(*final_plan, kReasonWidth, true) << '\n';
     print_next_steps(id, status, context.out);
   }
-  return to_int(status == "completed" ? ExitStatus::ok : ExitStatus::call_failed);
+  return outcome_exit_status(status);
 }
 
 int run_plan_reject(const CommandContext& context, const std::string& id,

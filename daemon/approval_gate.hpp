@@ -28,6 +28,7 @@ struct ApprovalRequest {
   std::string tier;
   nlohmann::json args;  // shown to the user: long strings are cut (abbreviated_for_display)
   std::string worktree;
+  std::string loop_id;  // the loop that made the call; empty for a client's own call
 };
 
 struct ApprovalDecision {

@@ -495,9 +495,9 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (policy == config::ApprovalPolicy::ask) {
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
-    ApprovalRequest approval{call_id,    tool->name,
-                             tool->lane, std::string(config::to_string(tool->tier)),
-                             args,       *worktree};
+    ApprovalRequest approval{
+        call_id, tool->name, tool->lane,     std::string(config::to_string(tool->tier)),
+        args,    *worktree,  request.loop_id};
     ApprovalDecision decision = co_await approvals_.request(
         std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
     if (decision.withdrawn) {

@@ -39,3 +39,12 @@ if(TARGET loopr_daemon_harness)
   target_link_libraries(repo_settings_looprd_test PRIVATE loopr_daemon_harness)
   add_dependencies(repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool)
 endif()
+
+# Headless runs (issue 27): looprctl --json loop run's JSON lines and its
+# exit status per outcome, against the real looprd.
+if(TARGET loopr_daemon_harness)
+  loopr_add_test(headless_looprd_test headless_looprd_test.cpp looprctl_run.cpp
+                 ../daemon/loop_fixture.cpp)
+  target_link_libraries(headless_looprd_test PRIVATE loopr_daemon_harness)
+  add_dependencies(headless_looprd_test looprd looprctl loopr-runner loopr-tool)
+endif()

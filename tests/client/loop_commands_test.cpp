@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -326,7 +327,8 @@ TEST_F(LoopCommandsTest, RunFollowsTheLoopToCompletionAndExitsZero) {
   const auto requests = fake_.requests();
   ASSERT_GE(requests.size(), 4u);
   EXPECT_EQ(requests[1].method, "events.subscribe");
-  EXPECT_EQ(requests[1].params, (json{{"topics", {"loop", "chat", "provider", "tool"}}}));
+  EXPECT_EQ(requests[1].params,
+            (json{{"topics", {"loop", "chat", "provider", "tool", "approval"}}}));
   EXPECT_EQ(requests[2].method, "loop.create");
   EXPECT_EQ(requests[3].method, "loop.get");
 
@@ -355,15 +357,65 @@ TEST_F(LoopCommandsTest, RunFollowsTheLoopToCompletionAndExitsZero) {
   }
 }
 
-TEST_F(LoopCommandsTest, RunOfALoopThatFailsExitsOne) {
+TEST_F(LoopCommandsTest, RunOfALoopThatFailsExitsThree) {
   fake_.answer("events.subscribe", {{"topics", json::array()}});
   fake_.on("loop.create", [](const proto::Request& request) { return run_to(request, "failed"); });
   json failed = a_loop("l-7", "failed");
   failed["status_reason"] = "max_iterations reached";
   fake_.answer("loop.get", {{"loop", failed}});
   const CtlRun run = ctl({"loop", "run", "--repo", "/src/app", "make the tests pass"});
-  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_TRUE(contains(run.out, "loop l-7 failed: max_iterations reached")) << run.out;
+}
+
+// Headless runs branch on the exit status: one per outcome.
+TEST_F(LoopCommandsTest, RunExitsWithOneStatusPerOutcome) {
+  const std::vector<std::pair<std::string, int>> outcomes = {
+      {"completed", 0}, {"failed", 3}, {"stuck", 4}, {"budget_exhausted", 5}, {"cancelled", 6}};
+  for (const auto& [status, expected] : outcomes) {
+    fake_.answer("events.subscribe", {{"topics", json::array()}});
+    fake_.on("loop.create",
+             [status](const proto::Request& request) { return run_to(request, status); });
+    fake_.answer("loop.get", {{"loop", a_loop("l-7", status)}});
+    for (bool headless : {false, true}) {
+      std::vector<std::string> args = {"loop", "run", "--repo", "/src/app", "task"};
+      if (headless) args.insert(args.begin(), "--json");
+      const CtlRun run = ctl(args);
+      EXPECT_EQ(run.exit_code, expected) << status << (headless ? " --json" : "") << run.err;
+    }
+  }
+}
+
+// Nobody can answer an approval in a headless run: it stops following at
+// the first approval one of its loop's calls waits for, and exits 7; a person
+// at the terminal is told how to answer it, and it follows on.
+TEST_F(LoopCommandsTest, AHeadlessRunExitsSevenWhenACallWaitsForApproval) {
+  fake_.answer("events.subscribe", {{"topics", json::array()}});
+  fake_.on("loop.create", [](const proto::Request& request) {
+    FakeReply reply = FakeReply::result(request, {{"loop", a_loop("l-7", "running")}});
+    reply
+        .event("approval.requested", {{"id", "a-9"},
+                                      {"call_id", "c-1"},
+                                      {"tool", "run_command"},
+                                      {"loop_id", "l-8"}})  // another loop's: ignored
+        .event("approval.requested",
+               {{"id", "a-3"}, {"call_id", "c-2"}, {"tool", "run_command"}, {"loop_id", "l-7"}})
+        .event("loop.updated", {{"loop", a_loop("l-7", "completed")}});
+    return reply;
+  });
+  fake_.answer("loop.get", {{"loop", a_loop("l-7", "running")}});
+  const CtlRun headless = ctl({"--json", "loop", "run", "--repo", "/src/app", "task"});
+  EXPECT_EQ(headless.exit_code, 7) << headless.out << headless.err;
+  EXPECT_TRUE(contains(headless.out, "\"a-3\"")) << headless.out;
+  EXPECT_FALSE(contains(headless.out, "\"completed\"")) << "it stopped at the approval";
+  EXPECT_TRUE(contains(headless.err, "waits for an approval")) << headless.err;
+
+  fake_.answer("loop.get", {{"loop", a_loop("l-7", "completed")}});
+  const CtlRun person = ctl({"loop", "run", "--repo", "/src/app", "task"});
+  EXPECT_EQ(person.exit_code, 0) << person.out << person.err;
+  EXPECT_TRUE(contains(person.out, "waiting for your approval: run_command (a-3)")) << person.out;
+  EXPECT_TRUE(contains(person.out, "looprctl approve a-3")) << person.out;
+  EXPECT_FALSE(contains(person.out, "a-9")) << person.out;
 }
 
 TEST_F(LoopCommandsTest, RunWithJsonPrintsJsonLines) {
@@ -371,7 +423,7 @@ TEST_F(LoopCommandsTest, RunWithJsonPrintsJsonLines) {
   fake_.on("loop.create", [](const proto::Request& request) { return run_to(request, "stuck"); });
   fake_.answer("loop.get", {{"loop", a_loop("l-7", "stuck")}});
   const CtlRun run = ctl({"--json", "loop", "run", "--repo", "/src/app", "task"});
-  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_EQ(run.exit_code, 4) << run.err;  // stuck
   const auto lines = lines_of(run.out);
   ASSERT_GE(lines.size(), 3u) << run.out;
   std::vector<json> parsed;
@@ -406,7 +458,9 @@ TEST_F(LoopCommandsTest, RunEndsUnreachableWhenTheDaemonGoesAway) {
     return reply;
   });
   const CtlRun run = ctl({"loop", "run", "--repo", "/src/app", "task"});
-  EXPECT_EQ(run.exit_code, 3) << run.err;
+  // An error, not an outcome: 3 would say the loop failed.
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "looprctl:")) << run.err;
 }
 
 // Spawns looprctl, waits until its stdout shows `ready`, sends SIGINT, and
@@ -533,7 +587,13 @@ TEST_F(LoopCommandsTest, UnreachableDaemonExitsThree) {
     std::vector<std::string> full = {"--socket", socket};
     full.insert(full.end(), args.begin(), args.end());
     const CtlRun run = run_looprctl(full, hermetic());
-    EXPECT_EQ(run.exit_code, 3) << args[1] << "\n" << run.err;
+    // A command that follows a loop or plan to its end exits with the
+    // outcome, where 3 means failed: any error is 1 there.
+    const bool follows_to_the_end =
+        (args[0] == "loop" && args[1] == "run" &&
+         std::find(args.begin(), args.end(), "--detach") == args.end()) ||
+        (args[0] == "plan" && args[1] == "--repo") || (args[0] == "plan" && args[1] == "approve");
+    EXPECT_EQ(run.exit_code, follows_to_the_end ? 1 : 3) << args[1] << "\n" << run.err;
     EXPECT_TRUE(contains(run.err, socket)) << run.err;
   }
 }

@@ -2,6 +2,8 @@
 // FakeDaemon (what it sends, what it prints, its exit statuses).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string_view>
 
 #include "client/text_format.hpp"
@@ -114,7 +116,8 @@ TEST_F(PlanCommandsTest, PlanFollowsUntilAwaitingApprovalThenPrintsTheMarkdownAn
   const auto requests = fake_.requests();
   ASSERT_EQ(requests.size(), 4u);
   EXPECT_EQ(requests[1].method, "events.subscribe");
-  EXPECT_EQ(requests[1].params, (json{{"topics", {"loop", "chat", "provider", "tool"}}}));
+  EXPECT_EQ(requests[1].params,
+            (json{{"topics", {"loop", "chat", "provider", "tool", "approval"}}}));
   EXPECT_EQ(requests[2].method, "loop.create_plan");
   EXPECT_EQ(requests[2].params, (json{{"description", "add a --verbose flag"},
                                       {"repo", tree_.path("work/app")},
@@ -148,7 +151,7 @@ TEST_F(PlanCommandsTest, PlanFollowsUntilAwaitingApprovalThenPrintsTheMarkdownAn
   EXPECT_TRUE(contains(run.out, "looprctl plan reject p1 --reason \"...\"")) << run.out;
 }
 
-TEST_F(PlanCommandsTest, PlanThatFailsBeforeAwaitingApprovalExitsOneWithTheReason) {
+TEST_F(PlanCommandsTest, PlanThatFailsBeforeAwaitingApprovalExitsThreeWithTheReason) {
   fake_.on("loop.create_plan",
            [](const proto::Request& request) { return plan_written(request, "failed"); });
   json result = a_plan_get("failed");
@@ -156,7 +159,7 @@ TEST_F(PlanCommandsTest, PlanThatFailsBeforeAwaitingApprovalExitsOneWithTheReaso
   result["markdown"] = nullptr;
   fake_.answer("plan.get", result);
   const CtlRun run = ctl({"plan", "--repo", "/src/app", "add a --verbose flag"});
-  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_TRUE(contains(run.out, "loop p1 failed: max_iterations reached without a valid plan"))
       << run.out;
   EXPECT_FALSE(contains(run.out, "looprctl plan approve")) << run.out;
@@ -182,7 +185,8 @@ TEST_F(PlanCommandsTest, PlanWithJsonPrintsJsonLines) {
   });
   fake_.answer("plan.get", a_plan_get("awaiting_approval"));
   const CtlRun run = ctl({"--json", "plan", "--repo", "/src/app", "add a --verbose flag"});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Headless: a person is needed to pass the gate.
+  ASSERT_EQ(run.exit_code, 7) << run.err;
   const auto lines = lines_of(run.out);
   ASSERT_GE(lines.size(), 3u) << run.out;
   EXPECT_EQ(json::parse(lines.front()), (json{{"loop", a_plan_loop("p1", "plan", "queued", "")}}));
@@ -433,18 +437,54 @@ TEST_F(PlanCommandsTest, ApproveFollowPrintsEveryChangeOfThePlansTreeUntilItComp
   EXPECT_EQ(lines_of(run.out), expected) << run.out;
 }
 
-TEST_F(PlanCommandsTest, ApproveFollowOfAPlanThatFailsExitsOne) {
+TEST_F(PlanCommandsTest, ApproveFollowOfAPlanThatFailsExitsThree) {
   fake_.on("plan.approve",
            [](const proto::Request& request) { return carried_out(request, "failed"); });
   json result = a_plan_get("failed");
   result["plan"]["status_reason"] = "child p1-s2 failed";
   fake_.answer("plan.get", result);
   const CtlRun run = ctl({"plan", "approve", "p1", "-f"});
-  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_TRUE(contains(run.out, "\np1-s2: failed (child p1-s2-ph1 failed...)\n")) << run.out;
   EXPECT_TRUE(contains(run.out, "\np1: failed (child p1-s2 failed)\n")) << run.out;
   EXPECT_TRUE(contains(run.out, "\nplan p1 failed (child p1-s2 failed)\n")) << run.out;
   EXPECT_FALSE(contains(run.out, "plan merge")) << run.out;
+}
+
+// --approve-plan: written, approved without asking, carried out, and the
+// exit status is the plan's outcome.
+TEST_F(PlanCommandsTest, ApprovePlanPassesTheGateAndExitsWithThePlansOutcome) {
+  for (const auto& [outcome, expected] :
+       std::vector<std::pair<std::string, int>>{{"completed", 0}, {"failed", 3}}) {
+    fake_.on("loop.create_plan", [](const proto::Request& request) {
+      return plan_written(request, "awaiting_approval");
+    });
+    fake_.on("plan.approve",
+             [outcome](const proto::Request& request) { return carried_out(request, outcome); });
+    // Asked once at the gate, then once the plan ended.
+    auto asked = std::make_shared<int>(0);
+    fake_.on("plan.get", [asked, outcome](const proto::Request& request) {
+      return FakeReply::result(request, a_plan_get(++*asked == 1 ? "awaiting_approval" : outcome));
+    });
+    for (bool headless : {false, true}) {
+      *asked = 0;
+      std::vector<std::string> args = {"plan", "--repo", "/src/app", "--approve-plan", "x"};
+      if (headless) args.insert(args.begin(), "--json");
+      const std::size_t approvals_before = fake_.requests("plan.approve").size();
+      const CtlRun run = ctl(args);
+      EXPECT_EQ(run.exit_code, expected) << outcome << run.out << run.err;
+      EXPECT_EQ(fake_.requests("plan.approve").size(), approvals_before + 1) << outcome;
+      if (!headless) {
+        EXPECT_TRUE(contains(run.out, "approving plan p1 (--approve-plan)")) << run.out;
+        EXPECT_TRUE(contains(run.out, "plan p1 " + outcome)) << run.out;
+      } else {
+        for (const auto& line : lines_of(run.out))
+          EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
+      }
+    }
+  }
+  const CtlRun refused = ctl({"plan", "--repo", "/src/app", "--approve-plan", "--no-follow", "x"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
 }
 
 TEST_F(PlanCommandsTest, ApproveFollowWithJsonPrintsThePlansEventsAsJsonLines) {
@@ -679,7 +719,13 @@ TEST_F(PlanCommandsTest, UnreachableDaemonExitsThree) {
     std::vector<std::string> full = {"--socket", socket};
     full.insert(full.end(), args.begin(), args.end());
     const CtlRun run = run_looprctl(full, hermetic());
-    EXPECT_EQ(run.exit_code, 3) << args[1] << "\n" << run.err;
+    // A command that follows a loop or plan to its end exits with the
+    // outcome, where 3 means failed: any error is 1 there.
+    const bool follows_to_the_end =
+        (args[0] == "loop" && args[1] == "run" &&
+         std::find(args.begin(), args.end(), "--detach") == args.end()) ||
+        (args[0] == "plan" && args[1] == "--repo") || (args[0] == "plan" && args[1] == "approve");
+    EXPECT_EQ(run.exit_code, follows_to_the_end ? 1 : 3) << args[1] << "\n" << run.err;
     EXPECT_TRUE(contains(run.err, socket)) << run.err;
   }
 }
