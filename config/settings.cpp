@@ -661,7 +661,8 @@ class SettingsReader {
   }
 
   void llm(const toml::value& table) {
-    read_table(table, "llm", {{"provider", text(s_.llm.provider)}});
+    read_table(table, "llm",
+               {{"provider", text(s_.llm.provider)}, {"fallback", text_list(s_.llm.fallback)}});
   }
 
   // A non-negative number of USD (a TOML integer or float).
@@ -815,6 +816,14 @@ void check_consistency(const Settings& s) {
     fail_at_origin(
         s, "llm.provider",
         "no provider named \"" + s.llm.provider + "\"; providers are " + detail::join(names));
+  }
+  for (const std::string& fallback : s.llm.fallback) {
+    if (s.providers.count(fallback) != 0) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, p] : s.providers)
+      names.push_back(name);
+    fail_at_origin(s, "llm.fallback",
+                   "no provider named \"" + fallback + "\"; providers are " + detail::join(names));
   }
   for (const auto& [name, p] : s.providers) {
     const std::string base = "providers." + name;

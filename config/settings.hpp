@@ -360,6 +360,13 @@ struct OracleSettings {
 
 struct LlmSettings {
   std::string provider = "anthropic";  // a key of Settings::providers
+  // Providers to ask a model turn of, in order, when the loop's own stays
+  // overloaded or unreachable after its retries (provider_unavailable with a
+  // 5xx, 529 or a broken connection; never a 4xx: a refused request would be
+  // refused again, and a 429 is the provider's answer about this account).
+  // Each a key of Settings::providers; a fallback answers with its own
+  // [providers.NAME] model, and its turn is priced by that model.
+  std::vector<std::string> fallback;
 };
 
 struct Settings {

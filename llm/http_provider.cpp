@@ -66,6 +66,7 @@ struct HttpProvider::Attempt {
   bool retryable = false;
   std::optional<std::chrono::milliseconds> retry_after;
   std::string reason;  // for RetryNotice and the final error
+  int status = 0;      // the HTTP status of a refused attempt; 0: none (a broken connection)
 };
 
 HttpProviderSettings HttpProviderSettings::from(const config::ProviderSettings& settings) {
@@ -115,6 +116,7 @@ HttpProvider::Attempt HttpProvider::transport_failure(const Error& error) const 
 HttpProvider::Attempt HttpProvider::status_failure(const HttpHead& head,
                                                    const std::string& body) const {
   Attempt out;
+  out.status = head.status;
   std::string words = wire_->error_message(body);
   if (words.empty()) words = quote_body(body);
   out.reason = "HTTP " + std::to_string(head.status) + (words.empty() ? "" : " " + words);
@@ -260,7 +262,11 @@ asio::awaitable<Result<ModelTurn>> HttpProvider::complete(const ModelRequest& re
           errc::provider_unavailable, std::move(message),
           "the provider is overloaded or unreachable: try again later, or raise max_retries / "
           "retry_max_delay_ms for this provider in loopr.toml");
+      // The last attempt's HTTP status (absent for a broken connection or a
+      // stream that failed): loops fall back to another provider on a 5xx
+      // but not on a 429 (config::LlmSettings::fallback).
       error.details = {{"retries", settings_.max_retries}};
+      if (outcome.status != 0) error.details["status"] = outcome.status;
       co_return error;
     }
 

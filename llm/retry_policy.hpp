@@ -16,4 +16,11 @@ namespace loopr::llm {
 // stream's overloaded/api error event).
 bool is_retryable_error(const Error& error);
 
+// Whether a model call that failed for good (its retries spent) is worth
+// asking of another provider ([llm] fallback): provider_unavailable, unless
+// the last attempt's HTTP status (details.status) was a 4xx — a 429 is the
+// provider's word about this account, and a refused request would be refused
+// anywhere. A broken connection or an overloaded stream (no status) is.
+bool worth_another_provider(const Error& error);
+
 }  // namespace loopr::llm

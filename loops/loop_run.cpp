@@ -14,6 +14,7 @@
 
 #include "common/ascii_text.hpp"
 #include "common/private_folder.hpp"
+#include "llm/retry_policy.hpp"
 #include "loops/artifacts.hpp"
 #include "loops/context_budget.hpp"
 #include "loops/git/merges.hpp"
@@ -237,8 +238,12 @@ LoopRun::LoopRun(RunHost& engine, store::LoopRow row, LoopSpec spec, LoopProgres
       status_(parse_loop_status(row_.status).value_or(LoopStatus::failed)) {}
 
 const config::ModelPrice* LoopRun::price() const {
+  return price_of(spec_.model);
+}
+
+const config::ModelPrice* LoopRun::price_of(const std::string& model) const {
   const auto& prices = engine_.services().settings.prices;
-  auto it = prices.find(spec_.model);
+  auto it = prices.find(model);
   return it == prices.end() ? nullptr : &it->second;
 }
 
@@ -780,6 +785,9 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
     const llm::ModelRequest& request) {
   const auto& services = engine_.services();
   const std::uint64_t sequence = request.sequence;
+  answered_by_.reset();
+  // The provider being asked: the loop's own, then each fallback.
+  std::string asking = spec_.provider;
   llm::TurnCallbacks callbacks;
   callbacks.cancel = &cancel_token_;
   callbacks.on_text = [this, sequence, &services](std::string_view text) {
@@ -789,9 +797,9 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
                                     {"sequence", sequence},
                                     {"text", std::string(text)}});
   };
-  callbacks.on_retry = [this, &services](const llm::RetryNotice& notice) {
+  callbacks.on_retry = [this, &services, &asking](const llm::RetryNotice& notice) {
     services.publish("provider.retry", {{"loop_id", spec_.id},
-                                        {"provider", spec_.provider},
+                                        {"provider", asking},
                                         {"attempt", notice.attempt},
                                         {"max_retries", notice.max_retries},
                                         {"delay_ms", notice.delay.count()},
@@ -805,7 +813,53 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
   // Stopped (looprd stopping, or the tree stopping this loop to mark it):
   // the call was cut off, not failed; the journal asks it again later.
   if (stopping_ || cancel_requested_) co_return std::nullopt;
+
+  json failed = json::array();
+  for (const std::string& name : services.settings.llm.fallback) {
+    if (turn || !llm::worth_another_provider(turn.error())) break;
+    if (name == spec_.provider || name == asking) continue;
+    auto next = services.provider(name);
+    if (!next) {
+      spdlog::warn("loop {}: fallback provider {} cannot be used: {}", spec_.id, name,
+                   next.error().message);
+      continue;
+    }
+    failed.push_back({{"provider", asking}, {"error", turn.error().message}});
+    const config::ProviderSettings& next_settings = services.settings.providers.at(name);
+    spdlog::warn("loop {}: provider {} failed ({}); asking {} instead", spec_.id, asking,
+                 turn.error().message, name);
+    services.publish(
+        "provider.fallback",
+        {{"loop_id", spec_.id}, {"from", asking}, {"to", name}, {"reason", turn.error().message}});
+    llm::ModelRequest again = request;
+    again.model = next_settings.model;
+    again.max_tokens = std::min(request.max_tokens, next_settings.max_tokens);
+    asking = name;
+    auto next_slot =
+        co_await engine_.provider_slots().acquire(name, next_settings.max_in_flight, abandoned_);
+    if (stopping_ || cancel_requested_) co_return std::nullopt;
+    turn = co_await (*next)->complete(again, callbacks);
+    next_slot = ProviderSlots::Slot{};
+    if (stopping_ || cancel_requested_) co_return std::nullopt;
+    if (turn) answered_by_ = FallbackAnswer{name, next_settings.model, failed};
+  }
+  if (!turn && !failed.empty()) {
+    Error error = turn.error();
+    error.message += " (after " + spec_.provider + " and the [llm] fallback providers failed)";
+    co_return Result<llm::ModelTurn>(std::move(error));
+  }
   co_return std::move(turn);
+}
+
+json LoopRun::answered_by_json(const llm::ModelTurn& turn) const {
+  if (!answered_by_) return nullptr;
+  json out = {{"provider", answered_by_->provider},
+              {"model", answered_by_->model},
+              {"fallback_from", answered_by_->failed}};
+  if (const config::ModelPrice* p = price_of(answered_by_->model)) {
+    out["cost_usd"] = cost_usd(turn.usage, *p);
+  }
+  return out;
 }
 
 void LoopRun::add_turn_spend(const llm::ModelTurn& turn) {
@@ -813,7 +867,8 @@ void LoopRun::add_turn_spend(const llm::ModelTurn& turn) {
   Spend spent;
   spent.tokens = turn.usage;
   spent.model_turns = 1;
-  if (const config::ModelPrice* p = price()) spent.usd = cost_usd(turn.usage, *p);
+  const config::ModelPrice* p = answered_by_ ? price_of(answered_by_->model) : price();
+  if (p != nullptr) spent.usd = cost_usd(turn.usage, *p);
   progress_.spend += spent;
 }
 
@@ -920,7 +975,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     }
     add_turn_spend(*turn);
     context.measured(turn->usage, request_bytes);
-    if (!persist("model_turn", {{"sequence", sequence}, {"turn", llm::to_json(*turn)}})) {
+    json model_turn = {{"sequence", sequence}, {"turn", llm::to_json(*turn)}};
+    if (json by = answered_by_json(*turn); !by.is_null()) model_turn["answered_by"] = std::move(by);
+    if (!persist("model_turn", model_turn)) {
       co_return Phase::done;
     }
     add_message(llm::Message{llm::Role::assistant, turn->text, turn->tool_calls, {}});
@@ -1024,6 +1081,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::hand_off(std::string reason, std::strin
       const llm::ModelTurn& turn = **asked;
       add_turn_spend(turn);
       turn_json = llm::to_json(turn);
+      if (json by = answered_by_json(turn); !by.is_null()) turn_json["answered_by"] = std::move(by);
       note = std::string(trim_blanks(turn.text));
       if (!note.empty()) by = "model";
     } else {

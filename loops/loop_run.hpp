@@ -106,11 +106,20 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   asio::awaitable<Phase> start_iteration();
   asio::awaitable<Phase> model_phase();
   // One model call with the provider's slot; nullopt when the loop was
-  // stopped or cancelled meanwhile.
+  // stopped or cancelled meanwhile. When the provider still fails after its
+  // retries in a way another provider may not ([llm] fallback,
+  // llm::worth_another_provider), the same turn is asked of each fallback in
+  // order, with its own model and slot; answered_by_ then names the one that
+  // answered and those that failed first.
   asio::awaitable<std::optional<Result<llm::ModelTurn>>> ask_model(
       llm::Provider& provider, const config::ProviderSettings& provider_settings,
       const llm::ModelRequest& request);
+  // Adds a turn to the loop's spend, priced by the model that answered it.
   void add_turn_spend(const llm::ModelTurn& turn);
+  // The journal's record of who answered the last turn asked, when it was a
+  // fallback: {provider, model, fallback_from: [{provider, error}], cost_usd}.
+  // Null when the loop's own provider answered.
+  nlohmann::json answered_by_json(const llm::ModelTurn& turn) const;
   // Ends the iteration with a handoff (issue 24): asks the model, within
   // what the window and the budgets leave, for a note the next iteration
   // starts from (dropping old results when the conversation cannot hold the
@@ -171,6 +180,15 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void clear_messages();
   void add_message(llm::Message message);  // keeps messages_bytes_
   const config::ModelPrice* price() const;
+  const config::ModelPrice* price_of(const std::string& model) const;
+
+  // The fallback provider that answered the last turn asked (ask_model).
+  struct FallbackAnswer {
+    std::string provider;
+    std::string model;
+    nlohmann::json failed = nlohmann::json::array();  // [{provider, error}] before it
+  };
+  std::optional<FallbackAnswer> answered_by_;
 
   RunHost& engine_;  // the LoopEngine that owns this run, seen through run_host.hpp
   store::LoopRow row_;

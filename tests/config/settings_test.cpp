@@ -310,6 +310,9 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
       {"[providers.anthropic]\nmax_retries = -1\n",
        "loopr.toml:2: providers.anthropic.max_retries:", "non-negative"},
       {"\n[llm]\nprovider = \"gemini\"\n", "loopr.toml:3: llm.provider:", "no provider named"},
+      {"[llm]\nfallback = [\"anthropic\", \"gemini\"]\n", "loopr.toml:2: llm.fallback:",
+       "no provider named \"gemini\""},
+      {"[llm]\nfallback = \"openai\"\n", "loopr.toml:2: llm.fallback:", ""},
       {"[llm]\nmodel = \"x\"\n", "loopr.toml:2: llm.model:", "unknown key"},
       {"[daemon]\nsocket = \"/a\"\nsocket = \"/b\"\n", "loopr.toml:3: syntax error:", ""},
   };
@@ -348,7 +351,7 @@ TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
        "context_window, max_tokens, prompt_caching, connect_timeout_ms, first_byte_timeout_ms, "
        "idle_timeout_ms, retry_base_delay_ms, retry_max_delay_ms, max_in_flight, "
        "max_tokens_field, reasoning_effort"},
-      {"llm", "provider"},
+      {"llm", "provider, fallback"},
       {"prices.\"m\"",
        "input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, "
        "cache_write_usd_per_mtok"},

@@ -388,6 +388,95 @@ INSTANTIATE_TEST_SUITE_P(KeySources, LoopKeyLeak, ::testing::Values("key_file", 
 
 // SECURITY.md class 27: the daemon's own git calls (worktree add, the commit
 // after each iteration, remove) run nothing planted in the repository.
+// [llm] fallback (issue 27): an Anthropic server that answers every request
+// with 529 (a storm that outlasts the retries) hands each turn to the next
+// provider, a local OpenAI-compatible server; the loop completes, each turn
+// is priced by the model that answered it, and the journal and the events
+// say who answered and who failed first.
+TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsModel) {
+  ScriptedHttpServer storm([](const RecordedRequest&) {
+    return ScriptedReply::json(
+        529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+        {{"retry-after", "0"}});
+  });
+  ScriptedHttpServer local;
+  for (const Call& call : fixing_calls()) {
+    local.push(ScriptedReply::json(200, openai_completion(call).dump()));
+  }
+  ::setenv("LOOPR_TEST_ANTHROPIC_KEY", "sk-ant-storm-test", 1);
+  DaemonOptions options;
+  options.extra_toml = provider_toml("anth", "anthropic", storm.base_url(),
+                                     "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
+                       "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
+                       "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
+                       "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n"
+                       "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+  DaemonHarness daemon(options);
+  make_repo(daemon.worktree());
+  daemon.start();
+  LoopWatch watch(daemon);
+  const json loop = create_loop(daemon, "anth");
+  const json done = watch.wait_final(loop["id"]);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
+  EXPECT_EQ(done["usage"]["model_turns"], 3);
+  // 3 turns of 90 input and 12 output tokens at $1 and $2 per million.
+  EXPECT_NEAR(done["usage"]["cost_usd"].get<double>(), 3 * (90 * 1.0 + 12 * 2.0) * 1e-6, 1e-12);
+  // Each turn asked the storm 3 times (max_retries 2), then the local server.
+  EXPECT_EQ(storm.requests().size(), 9u);
+  EXPECT_EQ(local.requests().size(), 3u);
+  for (const auto& request : local.requests()) {
+    EXPECT_EQ(json::parse(request.body)["model"], "local-model");
+  }
+  EXPECT_THAT(watch.text(), HasSubstr("provider.fallback"));
+  EXPECT_THAT(watch.text(), HasSubstr("\"from\":\"anth\""));
+
+  const json steps = transcript(daemon, loop["id"])["steps"];
+  int answered = 0;
+  for (const json& step : steps) {
+    if (step.value("kind", "") != "model_turn") continue;
+    const json& by = step["data"]["answered_by"];
+    ASSERT_TRUE(by.is_object()) << step.dump();
+    EXPECT_EQ(by["provider"], "local");
+    EXPECT_EQ(by["model"], "local-model");
+    EXPECT_EQ(by["fallback_from"][0]["provider"], "anth");
+    EXPECT_THAT(by["fallback_from"][0]["error"].get<std::string>(), HasSubstr("529"));
+    EXPECT_NEAR(by["cost_usd"].get<double>(), (90 * 1.0 + 12 * 2.0) * 1e-6, 1e-12);
+    ++answered;
+  }
+  EXPECT_EQ(answered, 3) << steps.dump(1);
+}
+
+// A refused request (400) is the loop's own problem: no fallback is asked,
+// and the loop fails with the provider's words.
+TEST(LoopProviders, ARefusedRequestIsNeverAskedOfTheFallback) {
+  ScriptedHttpServer refusing([](const RecordedRequest&) {
+    return ScriptedReply::json(
+        400, R"({"type":"error","error":{"type":"invalid_request_error","message":"bad tools"}})");
+  });
+  ScriptedHttpServer local;
+  for (const Call& call : fixing_calls()) {
+    local.push(ScriptedReply::json(200, openai_completion(call).dump()));
+  }
+  ::setenv("LOOPR_TEST_ANTHROPIC_KEY", "sk-ant-refused-test", 1);
+  DaemonOptions options;
+  options.extra_toml = provider_toml("anth", "anthropic", refusing.base_url(),
+                                     "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
+                       "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
+                       "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
+                       "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+  DaemonHarness daemon(options);
+  make_repo(daemon.worktree());
+  daemon.start();
+  LoopWatch watch(daemon);
+  const json loop = create_loop(daemon, "anth");
+  const json done = watch.wait_final(loop["id"]);
+  EXPECT_EQ(done["status"], "failed") << done.dump(2);
+  EXPECT_THAT(done["status_reason"].get<std::string>(), HasSubstr("bad tools"));
+  EXPECT_EQ(refusing.requests().size(), 1u) << "a 400 is not retried either";
+  EXPECT_TRUE(local.requests().empty()) << "a refused request went to the fallback";
+  EXPECT_THAT(watch.text(), Not(HasSubstr("provider.fallback")));
+}
+
 TEST(LoopProviders, HooksAndAnFsmonitorPlantedInTheRepositoryNeverRun) {
   TempTree scripts;
   const std::string session = scripts.path("session.jsonl");

@@ -31,6 +31,25 @@ TEST(RetryPolicy, RetryableErrors) {
   EXPECT_FALSE(is_retryable_error(make_error("too_large", "body")));
 }
 
+// [llm] fallback asks another provider after an overloaded or unreachable
+// one, never after a refusal (a 4xx, 429 included).
+TEST(RetryPolicy, AnotherProviderIsWorthAskingAfterA5xxOrABrokenConnectionOnly) {
+  auto unavailable = [](nlohmann::json details) {
+    Error error = make_error(errc::provider_unavailable, "still failing");
+    error.details = std::move(details);
+    return error;
+  };
+  EXPECT_TRUE(worth_another_provider(unavailable({{"retries", 3}, {"status", 529}})));
+  EXPECT_TRUE(worth_another_provider(unavailable({{"retries", 3}, {"status", 503}})));
+  EXPECT_TRUE(worth_another_provider(unavailable({{"retries", 3}})));  // connection reset
+  EXPECT_TRUE(worth_another_provider(unavailable(nullptr)));            // an overloaded stream
+  EXPECT_FALSE(worth_another_provider(unavailable({{"retries", 3}, {"status", 429}})));
+  EXPECT_FALSE(worth_another_provider(make_error(errc::provider_request, "400")));
+  EXPECT_FALSE(worth_another_provider(make_error(errc::provider_auth, "401")));
+  EXPECT_FALSE(worth_another_provider(make_error(errc::context_overflow, "too long")));
+  EXPECT_FALSE(worth_another_provider(make_error(errc::cancelled, "stop")));
+}
+
 TEST(RetryPolicy, RetryAfterSeconds) {
   EXPECT_EQ(parse_retry_after({{"retry-after", "7"}}, kNow), milliseconds(7000));
   EXPECT_EQ(parse_retry_after({{"retry-after", " 0 "}}, kNow), milliseconds(0));
