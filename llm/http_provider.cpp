@@ -66,7 +66,7 @@ struct HttpProvider::Attempt {
   bool retryable = false;
   std::optional<std::chrono::milliseconds> retry_after;
   std::string reason;  // for RetryNotice and the final error
-  int status = 0;      // the HTTP status of a refused attempt; 0: none (a broken connection)
+  long status = 0;     // the HTTP status of a refused attempt; 0: none (a broken connection)
 };
 
 HttpProviderSettings HttpProviderSettings::from(const config::ProviderSettings& settings) {

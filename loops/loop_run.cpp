@@ -704,6 +704,13 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   }
   inputs.tools = offered_tools(spec_.tools, services.tools, services.settings,
                                loop_commands(spec_, services.settings), spec_.validate);
+  for (const std::string& name : inputs.tools) {
+    const config::ToolSpec* tool = services.tools.find_tool(name);
+    if (tool == nullptr) continue;
+    if (tool->command == config::ToolCommand::validate) inputs.checks.validate = name;
+    if (tool->command == config::ToolCommand::test) inputs.checks.test = name;
+    if (tool->command == config::ToolCommand::build) inputs.checks.build = name;
+  }
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;
   inputs.note = progress_.pending_note;
@@ -1081,7 +1088,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::hand_off(std::string reason, std::strin
       const llm::ModelTurn& turn = **asked;
       add_turn_spend(turn);
       turn_json = llm::to_json(turn);
-      if (json by = answered_by_json(turn); !by.is_null()) turn_json["answered_by"] = std::move(by);
+      if (json fallback = answered_by_json(turn); !fallback.is_null())
+        turn_json["answered_by"] = std::move(fallback);
       note = std::string(trim_blanks(turn.text));
       if (!note.empty()) by = "model";
     } else {

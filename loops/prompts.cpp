@@ -49,7 +49,8 @@ const std::map<std::string, std::string>& builtins() {
                            "search, then record the plan.\n\n") +
                    kCommon + "\n\nRecord the plan with create_plan."},
       {"spec", std::string("You are loopr's spec agent. Turn the spec in the task into 1 to 7 "
-                           "ordered phases (as few as the change needs: one for a small change), each with a name, title and description.\n\n") +
+                           "ordered phases (as few as the change needs: one for a small change), "
+                           "each with a name, title and description.\n\n") +
                    kCommon + "\n\nRecord the spec with create_spec."},
       {"phase", std::string("You are loopr's phase agent. Turn the phase in the task into "
                             "concrete tasks (create, modify or delete a file) and a shell "
@@ -67,18 +68,16 @@ bool offered(const std::vector<std::string>& tools, const char* name) {
 // does not have would only mislead it.
 std::string tool_guidance(const PromptInputs& inputs) {
   std::string out;
-  const bool validate = offered(inputs.tools, "validate");
-  const bool test = offered(inputs.tools, "test");
-  const bool build = offered(inputs.tools, "build");
-  if (validate || test || build) {
+  const PromptInputs::CheckTools& checks = inputs.checks;
+  if (!checks.validate.empty() || !checks.test.empty() || !checks.build.empty()) {
     out += "\n\nChecks: ";
-    if (validate) {
-      out +=
-          "validate runs the loop's own validation command now, so you can see what the "
-          "judge will see before you finish. ";
+    if (!checks.validate.empty()) {
+      out += checks.validate +
+             " runs the loop's own validation command now, so you can see what the "
+             "judge will see before you finish. ";
     }
-    if (test) out += "test runs the project's test command. ";
-    if (build) out += "build runs the project's build command. ";
+    if (!checks.test.empty()) out += checks.test + " runs the project's test command. ";
+    if (!checks.build.empty()) out += checks.build + " runs the project's build command. ";
     out +=
         "Run them after each change that could break something; they run on a shared lane, "
         "so do not run them after every read.";

@@ -32,6 +32,13 @@ struct PromptInputs {
   std::string validation_command;  // the loop's own; empty: an artifact loop's check
   std::string validation_words;    // how the iteration is judged, in words
   std::vector<std::string> tools;
+  // Of `tools`, the ones that run the loop's checks, by their command trait
+  // (config::ToolCommand validate, test, build); empty: none offered.
+  struct CheckTools {
+    std::string validate;
+    std::string test;
+    std::string build;
+  } checks;
   std::vector<std::string> progress;  // one line or paragraph per earlier iteration
   std::string feedback;               // the previous iteration's failure
   std::string note;                   // loopr's note (loop health)

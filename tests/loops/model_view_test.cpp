@@ -328,6 +328,7 @@ TEST(Prompts, TheSystemPromptIsTheSameInEveryIterationAndNamesOnlyOfferedTools) 
   inputs.loop_type = "code";
   inputs.validation_command = "make check";
   inputs.tools = {"read_file", "edit_file", "validate", "complete_task"};
+  inputs.checks.validate = "validate";
   inputs.iteration = 1;
   const std::string first = render_template(*text, inputs);
   inputs.iteration = 7;
@@ -340,6 +341,23 @@ TEST(Prompts, TheSystemPromptIsTheSameInEveryIterationAndNamesOnlyOfferedTools) 
   EXPECT_THAT(first, Not(HasSubstr("Iteration 7")));
   inputs.tools.push_back("oracle");
   EXPECT_THAT(render_template(*text, inputs), HasSubstr("oracle tool asks a second model"));
+}
+
+// The checks paragraph names the tools the loop's command traits chose,
+// whatever they are called.
+TEST(Prompts, TheChecksParagraphNamesTheToolsThatRunTheChecks) {
+  auto text = load_template("code");
+  ASSERT_TRUE(text);
+  PromptInputs inputs;
+  inputs.loop_type = "code";
+  inputs.tools = {"read_file", "check", "complete_task"};
+  inputs.checks.test = "check";
+  const std::string rendered = render_template(*text, inputs);
+  EXPECT_THAT(rendered, HasSubstr("check runs the project's test command"));
+  EXPECT_THAT(rendered, Not(HasSubstr("validate runs")));
+  EXPECT_THAT(rendered, Not(HasSubstr("build runs")));
+  inputs.checks = {};
+  EXPECT_THAT(render_template(*text, inputs), Not(HasSubstr("Checks:")));
 }
 
 TEST(Prompts, TheFirstMessageOrientsTheModel) {
