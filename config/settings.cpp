@@ -160,6 +160,8 @@ class SettingsReader {
         oracle(v);
       } else if (key == "context") {
         context(v);
+      } else if (key == "notify") {
+        notify(v);
       } else if (key == "repositories") {
         note(key, v);
         s_.repositories = detail::read_repositories(v, env_);
@@ -169,7 +171,7 @@ class SettingsReader {
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory], [oracle], [context] and [[repositories]]");
+             "[scheduler], [merges], [memory], [oracle], [context], [notify] and [[repositories]]");
       }
     }
   }
@@ -784,6 +786,14 @@ class SettingsReader {
          {"max_files", integer_in(o.max_files, 0, 100, "files")},
          {"max_file_bytes", integer_in(o.max_file_bytes, 1024, 16 * 1024 * 1024, "bytes")},
          {"max_total_bytes", integer_in(o.max_total_bytes, 1024, 64 * 1024 * 1024, "bytes")}});
+  }
+
+  void notify(const toml::value& table) {
+    auto& n = s_.notify;
+    read_table(table, "notify",
+               {{"webhook_url", url(n.webhook_url)},
+                {"webhook_body", text(n.webhook_body)},
+                {"max_per_minute", integer_in(n.max_per_minute, 1, 600, "notifications")}});
   }
 
   Settings& s_;

@@ -358,6 +358,17 @@ struct OracleSettings {
   bool configured() const { return !provider.empty(); }
 };
 
+// [notify]: who is told when a person is needed (notify/, issue 27). A
+// webhook gets an HTTP POST for each approval waiting, plan at its gate,
+// loop or plan ended, and budget nearly spent. The URL may hold a token (a
+// Slack webhook's does): it is never logged.
+struct NotifySettings {
+  std::string webhook_url;   // http(s); empty: no webhook
+  std::string webhook_body;  // a template (notify/notification.hpp); empty: the event as JSON
+  std::int64_t max_per_minute = 20;  // more in any minute are dropped, and logged
+  bool configured() const { return !webhook_url.empty(); }
+};
+
 struct LlmSettings {
   std::string provider = "anthropic";  // a key of Settings::providers
   // Providers to ask a model turn of, in order, when the loop's own stays
@@ -389,6 +400,7 @@ struct Settings {
   MergeSettings merges;
   MemorySettings memory;
   OracleSettings oracle;
+  NotifySettings notify;
   ContextSettings context;
   // [[repositories]]: per-repository commands and worktree needs, in the
   // order written (config/repository_settings.hpp; repos/ resolves them).

@@ -101,6 +101,17 @@ Daemon::Daemon(DaemonOptions options)
       },
       [this](std::string_view event) { return events_.has_subscribers(event); },
       options_.paths.state_dir});
+  if (options_.settings.notify.configured()) {
+    notifier_ = std::make_unique<notify::WebhookNotifier>(io_, options_.settings.notify);
+    events_.subscribe(
+        {std::begin(notify::WebhookNotifier::kTopics), std::end(notify::WebhookNotifier::kTopics)},
+        [this](const std::string& line) {
+          const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+          if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) return;
+          notifier_->on_event(event["event"].get<std::string>(),
+                              event.value("data", nlohmann::json::object()));
+        });
+  }
   std::vector<RunnerLink*> lanes;
   for (auto& lane : lanes_)
     lanes.push_back(lane.get());

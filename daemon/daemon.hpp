@@ -33,6 +33,7 @@
 #include "egress/egress_proxy.hpp"
 #include "loops/loop_engine.hpp"
 #include "memory/notebook.hpp"
+#include "notify/webhook_notifier.hpp"
 #include "store/store.hpp"
 
 namespace loopr::daemon {
@@ -87,6 +88,9 @@ class Daemon {
   std::unique_ptr<ToolRouter> router_;
   std::unique_ptr<memory::Notebook> notebook_;
   std::unique_ptr<ProviderRegistry> providers_;
+  // [notify] webhook_url set: told of the events a person is needed for.
+  // Declared before loops_, so it outlives the engine's last events.
+  std::unique_ptr<notify::WebhookNotifier> notifier_;
   std::unique_ptr<LoopTools> loop_tools_;
   std::unique_ptr<loops::LoopEngine> loops_;
   std::unique_ptr<MethodRegistry> methods_;

@@ -313,6 +313,9 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
       {"[llm]\nfallback = [\"anthropic\", \"gemini\"]\n", "loopr.toml:2: llm.fallback:",
        "no provider named \"gemini\""},
       {"[llm]\nfallback = \"openai\"\n", "loopr.toml:2: llm.fallback:", ""},
+      {"[notify]\nwebhook_url = \"hooks.slack.com/x\"\n", "loopr.toml:2: notify.webhook_url:",
+       "http:// or https://"},
+      {"[notify]\nmax_per_minute = 0\n", "loopr.toml:2: notify.max_per_minute:", ""},
       {"[llm]\nmodel = \"x\"\n", "loopr.toml:2: llm.model:", "unknown key"},
       {"[daemon]\nsocket = \"/a\"\nsocket = \"/b\"\n", "loopr.toml:3: syntax error:", ""},
   };
@@ -352,6 +355,7 @@ TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
        "idle_timeout_ms, retry_base_delay_ms, retry_max_delay_ms, max_in_flight, "
        "max_tokens_field, reasoning_effort"},
       {"llm", "provider, fallback"},
+      {"notify", "webhook_url, webhook_body, max_per_minute"},
       {"prices.\"m\"",
        "input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, "
        "cache_write_usd_per_mtok"},

@@ -31,7 +31,7 @@ if(TARGET loopr_daemon)
   # Loops end to end: the real looprd, lane runners, git and the scripted
   # provider, including restarts after SIGKILL.
   loopr_add_test(loop_integration_test loop_integration_test.cpp loop_crash_test.cpp
-                 loop_checkout_test.cpp loop_fixture.cpp)
+                 loop_checkout_test.cpp notify_looprd_test.cpp loop_fixture.cpp)
   target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(loop_integration_test looprd loopr-runner loopr-tool)
   # Worktrees ready to work in (issue 25): include, setup, no write-through.
