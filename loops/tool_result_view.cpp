@@ -4,18 +4,13 @@
 #include <cstdio>
 #include <string_view>
 
+#include "common/json_text.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::loops {
 namespace {
 
 using nlohmann::json;
-
-std::string text_of(const json& object, const char* key) {
-  if (!object.is_object()) return {};
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::string dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -79,7 +74,7 @@ std::string command_view(const json& output) {
   }
   if (output.value("timed_out", false)) out += " · timed out";
   if (output.value("interrupted", false)) out += " · interrupted";
-  if (const std::string signal = text_of(output, "signal"); !signal.empty()) {
+  if (const std::string signal = text_member(output, "signal"); !signal.empty()) {
     out += " · killed by " + signal;
   } else if (output.contains("signal") && output["signal"].is_number_integer()) {
     out += " · killed by signal " + std::to_string(output["signal"].get<int>());
@@ -93,24 +88,24 @@ std::string command_view(const json& output) {
   }
   out += '\n';
   for (const char* note : {"hint", "sandbox_note", "disk_note"}) {
-    if (const std::string text = text_of(output, note); !text.empty())
+    if (const std::string text = text_member(output, note); !text.empty())
       add_line(out, "note: " + text);
   }
   // A loopr limit that stopped the command (the output cap shows above),
   // and each connection the egress proxy refused, with the key to allow it.
   if (const json limit = output.value("limit", json());
-      limit.is_object() && text_of(limit, "name") != "output") {
-    add_line(out, "limit: " + text_of(limit, "message"));
+      limit.is_object() && text_member(limit, "name") != "output") {
+    add_line(out, "limit: " + text_member(limit, "message"));
   }
   for (const json& refused : output.value("egress_refused", json::array())) {
-    if (refused.is_object()) add_line(out, "note: " + text_of(refused, "message"));
+    if (refused.is_object()) add_line(out, "note: " + text_member(refused, "message"));
   }
   if (output.contains("output") && output["output"].is_string()) {
     const std::string merged = output["output"].get<std::string>();
     out += merged.empty() ? "(no output)\n" : merged;
   } else {
-    const std::string stdout_text = text_of(output, "stdout");
-    const std::string stderr_text = text_of(output, "stderr");
+    const std::string stdout_text = text_member(output, "stdout");
+    const std::string stderr_text = text_member(output, "stderr");
     if (stdout_text.empty() && stderr_text.empty()) out += "(no output)\n";
     out += stdout_text;
     if (!stderr_text.empty()) {
@@ -123,7 +118,7 @@ std::string command_view(const json& output) {
 }
 
 std::string read_file_view(const json& output) {
-  std::string out = text_of(output, "path");
+  std::string out = text_member(output, "path");
   const std::int64_t start = output.value("start_line", std::int64_t{1});
   const std::int64_t returned = output.value("lines_returned", std::int64_t{0});
   if (returned > 0) {
@@ -140,11 +135,11 @@ std::string read_file_view(const json& output) {
     out += " · " + std::to_string(cut) + " long lines cut at 2000 characters";
   }
   out += '\n';
-  if (const std::string note = text_of(output, "note"); !note.empty())
+  if (const std::string note = text_member(output, "note"); !note.empty())
     add_line(out, "note: " + note);
-  if (const std::string hint = text_of(output, "hint"); !hint.empty())
+  if (const std::string hint = text_member(output, "hint"); !hint.empty())
     add_line(out, "note: " + hint);
-  out += text_of(output, "content");
+  out += text_member(output, "content");
   if (!out.empty() && out.back() != '\n') out += '\n';
   if (output.value("more", false) && output.contains("next_offset")) {
     out += "[more lines: read_file with offset " + dump(output["next_offset"]) + "]\n";
@@ -155,7 +150,7 @@ std::string read_file_view(const json& output) {
 std::string listing_footer(const json& output) {
   std::string out;
   if (output.value("truncated", false)) out += "[truncated]\n";
-  if (const std::string hint = text_of(output, "hint"); !hint.empty())
+  if (const std::string hint = text_member(output, "hint"); !hint.empty())
     add_line(out, "note: " + hint);
   return out;
 }
@@ -163,7 +158,7 @@ std::string listing_footer(const json& output) {
 std::string list_directory_view(const json& output) {
   std::string out;
   const json entries = output.value("entries", json::array());
-  out += text_of(output, "path").empty() ? std::string(".") : text_of(output, "path");
+  out += text_member(output, "path").empty() ? std::string(".") : text_member(output, "path");
   out += ": " + std::to_string(entries.size()) + " entries";
   if (output.contains("ignored") && output["ignored"].is_number_integer() &&
       output["ignored"].get<std::int64_t>() > 0) {
@@ -172,7 +167,7 @@ std::string list_directory_view(const json& output) {
   }
   out += '\n';
   for (const json& entry : entries) {
-    std::string line = text_of(entry, "path");
+    std::string line = text_member(entry, "path");
     if (entry.value("is_dir", false)) line += '/';
     if (entry.value("is_symlink", false)) line += " (symlink)";
     out += line + '\n';
@@ -203,9 +198,9 @@ std::string grep_view(const json& output) {
       if (file.is_string()) out += file.get<std::string>() + '\n';
   } else if (mode == "count") {
     for (const json& count : output.value("counts", json::array()))
-      out += text_of(count, "path") + ":" + dump(count.value("count", json(0))) + '\n';
+      out += text_member(count, "path") + ":" + dump(count.value("count", json(0))) + '\n';
   } else {
-    out += text_of(output, "content");
+    out += text_member(output, "content");
     if (!out.empty() && out.back() != '\n') out += '\n';
   }
   return out + listing_footer(output);
@@ -233,7 +228,7 @@ CappedView capped_read_file(const json& output, std::string whole, std::size_t c
   CappedView view{std::move(whole), false, 0, {}};
   view.whole_bytes = view.text.size();
   if (cap == 0 || view.text.size() <= cap) return view;
-  const std::string content = text_of(output, "content");
+  const std::string content = text_member(output, "content");
   const std::size_t content_at = view.text.find(content);
   const std::size_t header = content_at == std::string::npos ? 0 : content_at;
   const std::size_t budget = cap > header + 200 ? cap - header - 200 : 0;

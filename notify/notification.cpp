@@ -1,17 +1,12 @@
 #include "notify/notification.hpp"
 
+#include "common/json_text.hpp"
 #include "loops/loop_status.hpp"
 
 namespace loopr::notify {
 namespace {
 
 using nlohmann::json;
-
-std::string text_of(const json& object, const char* key) {
-  if (!object.is_object()) return {};
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // The first limit with 10 % or less left, as "usd: 0.40 of 5 left"; "" when
 // none is that close.
@@ -42,20 +37,20 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 std::optional<Notification> NotificationFilter::on_event(std::string_view event, const json& data) {
   if (event == "approval.requested") {
-    const std::string loop_id = text_of(data, "loop_id");
+    const std::string loop_id = text_member(data, "loop_id");
     return Notification{"approval.needed",
-                        "loopr: " + text_of(data, "tool") + " waits for your approval (" +
-                            text_of(data, "id") + (loop_id.empty() ? "" : ", loop " + loop_id) +
-                            "): looprctl approve " + text_of(data, "id"),
+                        "loopr: " + text_member(data, "tool") + " waits for your approval (" +
+                            text_member(data, "id") + (loop_id.empty() ? "" : ", loop " + loop_id) +
+                            "): looprctl approve " + text_member(data, "id"),
                         loop_id, data};
   }
   if (event != "loop.updated") return std::nullopt;
   const json loop = data.value("loop", json::object());
-  const std::string id = text_of(loop, "id");
-  const std::string status_text = text_of(loop, "status");
+  const std::string id = text_member(loop, "id");
+  const std::string status_text = text_member(loop, "status");
   const auto status = loops::parse_loop_status(status_text);
   if (id.empty() || !status) return std::nullopt;
-  const bool plan = text_of(loop, "type") == "plan";
+  const bool plan = text_member(loop, "type") == "plan";
   if (*status == loops::LoopStatus::awaiting_approval) {
     if (!awaiting_.insert(id).second) return std::nullopt;
     return Notification{"plan.awaiting_approval",
@@ -65,7 +60,7 @@ std::optional<Notification> NotificationFilter::on_event(std::string_view event,
   awaiting_.erase(id);
   if (loops::is_final(*status)) {
     if (!ended_.insert(id).second) return std::nullopt;
-    const std::string reason = text_of(loop, "status_reason");
+    const std::string reason = text_member(loop, "status_reason");
     return Notification{plan ? "plan.end" : "loop.end",
                         "loopr: " + std::string(plan ? "plan " : "loop ") + id + " " + status_text +
                             (reason.empty() ? "" : ": " + reason),

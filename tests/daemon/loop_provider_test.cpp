@@ -388,6 +388,21 @@ INSTANTIATE_TEST_SUITE_P(KeySources, LoopKeyLeak, ::testing::Values("key_file", 
 
 // SECURITY.md class 27: the daemon's own git calls (worktree add, the commit
 // after each iteration, remove) run nothing planted in the repository.
+// [llm] fallback (issue 27): "anth" (Anthropic's format at `anthropic`, the
+// loops' provider) falls back to "local" (OpenAI-compatible at `local`,
+// which is given the fixing calls' completions).
+std::string anthropic_then_local(const ScriptedHttpServer& anthropic, ScriptedHttpServer& local) {
+  for (const Call& call : fixing_calls()) {
+    local.push(ScriptedReply::json(200, openai_completion(call).dump()));
+  }
+  ::setenv("LOOPR_TEST_ANTHROPIC_KEY", "sk-ant-fallback-test", 1);
+  return provider_toml("anth", "anthropic", anthropic.base_url(),
+                       "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
+         "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
+         "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
+         "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+}
+
 // [llm] fallback (issue 27): an Anthropic server that answers every request
 // with 529 (a storm that outlasts the retries) hands each turn to the next
 // provider, a local OpenAI-compatible server; the loop completes, each turn
@@ -400,17 +415,10 @@ TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsM
         {{"retry-after", "0"}});
   });
   ScriptedHttpServer local;
-  for (const Call& call : fixing_calls()) {
-    local.push(ScriptedReply::json(200, openai_completion(call).dump()));
-  }
-  ::setenv("LOOPR_TEST_ANTHROPIC_KEY", "sk-ant-storm-test", 1);
   DaemonOptions options;
-  options.extra_toml = provider_toml("anth", "anthropic", storm.base_url(),
-                                     "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
-                       "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
-                       "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
-                       "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n"
-                       "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+  options.extra_toml =
+      anthropic_then_local(storm, local) +
+      "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
   DaemonHarness daemon(options);
   make_repo(daemon.worktree());
   daemon.start();
@@ -454,16 +462,8 @@ TEST(LoopProviders, ARefusedRequestIsNeverAskedOfTheFallback) {
         400, R"({"type":"error","error":{"type":"invalid_request_error","message":"bad tools"}})");
   });
   ScriptedHttpServer local;
-  for (const Call& call : fixing_calls()) {
-    local.push(ScriptedReply::json(200, openai_completion(call).dump()));
-  }
-  ::setenv("LOOPR_TEST_ANTHROPIC_KEY", "sk-ant-refused-test", 1);
   DaemonOptions options;
-  options.extra_toml = provider_toml("anth", "anthropic", refusing.base_url(),
-                                     "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
-                       "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
-                       "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
-                       "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+  options.extra_toml = anthropic_then_local(refusing, local);
   DaemonHarness daemon(options);
   make_repo(daemon.worktree());
   daemon.start();
