@@ -33,15 +33,17 @@ std::int64_t unix_ms() {
 }
 
 nlohmann::json ApprovalGate::describe(const std::string& id, const Pending& pending) const {
-  return {{"id", id},
-          {"call_id", pending.request.call_id},
-          {"tool", pending.request.tool},
-          {"lane", pending.request.lane},
-          {"tier", pending.request.tier},
-          {"args", pending.request.args},
-          {"worktree", pending.request.worktree},
-          {"requested_at_ms", pending.requested_at_ms},
-          {"expires_at_ms", pending.expires_at_ms}};
+  nlohmann::json out = {{"id", id},
+                        {"call_id", pending.request.call_id},
+                        {"tool", pending.request.tool},
+                        {"lane", pending.request.lane},
+                        {"tier", pending.request.tier},
+                        {"args", pending.request.args},
+                        {"worktree", pending.request.worktree},
+                        {"requested_at_ms", pending.requested_at_ms},
+                        {"expires_at_ms", pending.expires_at_ms}};
+  if (!pending.request.rule.is_null()) out["rule"] = pending.request.rule;
+  return out;
 }
 
 asio::awaitable<ApprovalDecision> ApprovalGate::request(ApprovalRequest request,

@@ -28,6 +28,9 @@ struct ApprovalRequest {
   std::string tier;
   nlohmann::json args;  // shown to the user: long strings are cut (abbreviated_for_display)
   std::string worktree;
+  // The approval rule that made this call wait (policy::CommandRule::to_json),
+  // or null: the tool's or lane's policy did.
+  nlohmann::json rule = nullptr;
 };
 
 struct ApprovalDecision {
