@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.hpp"
+
 namespace loopr::policy {
 
 namespace {
@@ -75,7 +77,7 @@ Match rule_matches(const CommandRule& rule, const SimpleCommand& command) {
 // "`npm test`" for messages: the command as written, cut when long.
 std::string shown(const SimpleCommand& command) {
   std::string text = command.text();
-  if (text.size() > 200) text = text.substr(0, 200) + "…";
+  if (text.size() > 200) text = text.substr(0, utf8_safe_prefix(text, 200)) + "…";
   return "`" + text + "`";
 }
 

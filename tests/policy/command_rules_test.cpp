@@ -128,6 +128,14 @@ TEST(CommandRules, TheVerdictNamesItsRuleInJson) {
   EXPECT_EQ(shown["commands"][0]["command"], "git push");
 }
 
+TEST(CommandRules, ALongCommandIsCutOnACharacterBoundary) {
+  const std::string line = "curl " + std::string(194, 'x') + "\xC3\xA9\xC3\xA9";  // é at byte 199
+  const RuleVerdict verdict = evaluate(line, {rule({"curl"}, Decision::deny)});
+  EXPECT_EQ(verdict.decision, Decision::deny);
+  EXPECT_NO_THROW((void)verdict.to_json().dump());
+  EXPECT_THAT(verdict.explanation(), HasSubstr(std::string(194, 'x') + "…"));
+}
+
 TEST(Regex, ABadPatternSaysWhyAndACatastrophicOneGivesUp) {
   auto bad = Regex::compile("(unclosed");
   ASSERT_FALSE(bad.ok());
