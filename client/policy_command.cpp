@@ -29,7 +29,7 @@ Result<policy::CommandRule> rule_from_json(const json& shown) {
   rule.line = shown.value("line", std::uint32_t{0});
   for (const char* key : {"args_match", "args_not_match"}) {
     if (!shown.contains(key)) continue;
-    auto regex = policy::Regex::compile(shown.at(key).get<std::string>());
+    auto regex = Regex::compile(shown.at(key).get<std::string>());
     if (!regex) return std::move(regex).error();
     (std::string_view(key) == "args_match" ? rule.args_match : rule.args_not_match) =
         std::move(*regex);

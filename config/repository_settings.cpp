@@ -184,7 +184,7 @@ std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const 
           if (word.empty()) fail(value, field_key, "must not hold an empty word");
         }
       } else if (field.key == "args_match" || field.key == "args_not_match") {
-        auto regex = policy::Regex::compile(read_string(value, field_key));
+        auto regex = Regex::compile(read_string(value, field_key));
         if (!regex) {
           fail(value, field_key, "is not a valid regular expression: " + regex.error().message);
         }

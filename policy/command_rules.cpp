@@ -43,14 +43,14 @@ Match arguments_agree(const CommandRule& rule, const std::vector<std::string>& w
   for (std::size_t k = rule.command.size(); k < words.size(); ++k)
     rest += (k == rule.command.size() ? "" : " ") + words[k];
   if (rule.args_match) {
-    const auto found = rule.args_match->search(rest);
-    if (!found) return Match::gave_up;
-    if (!*found) return Match::no;
+    const RegexMatch found = rule.args_match->search(rest);
+    if (found == RegexMatch::gave_up) return Match::gave_up;
+    if (found == RegexMatch::no_match) return Match::no;
   }
   if (rule.args_not_match) {
-    const auto found = rule.args_not_match->search(rest);
-    if (!found) return Match::gave_up;
-    if (*found) return Match::no;
+    const RegexMatch found = rule.args_not_match->search(rest);
+    if (found == RegexMatch::gave_up) return Match::gave_up;
+    if (found == RegexMatch::match) return Match::no;
   }
   return Match::yes;
 }

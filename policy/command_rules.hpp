@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/regex.hpp"
+#include "common/regex.hpp"
 #include "policy/shell_words.hpp"
 
 namespace loopr::policy {

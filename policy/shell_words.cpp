@@ -133,6 +133,8 @@ const WrapperSyntax kWrappers[] = {
      {"-p", "-v", "--verbose", "-a", "--append", "-q", "--quiet", "--portability"},
      {"-f", "--format", "-o", "--output"}},
     {"stdbuf", {}, {"-i", "--input", "-o", "--output", "-e", "--error"}},
+    {"setsid", {"-c", "--ctty", "-f", "--fork", "-w", "--wait"}, {}},
+    {"ionice", {"-t", "--ignore"}, {"-c", "--class", "-n", "--classdata"}},
     {"xargs",
      {"-0", "-r", "-t", "-p", "-x", "--null", "--no-run-if-empty", "--verbose", "--interactive",
       "--exit", "--open-tty", "-o"},

@@ -20,8 +20,10 @@
 //   - leading assignments (VAR=x cmd);
 //   - wrappers, seen through to the command they run: env [-i] [-u N]
 //     [VAR=x ...], command [-p], exec, nice [-n N], nohup, timeout [opts] N,
-//     sudo [opts], builtin, time, stdbuf, and sh/bash/dash/zsh/ksh -c "..."
-//     (the string parsed again as a command line).
+//     sudo [opts], doas, builtin, time, stdbuf, setsid, ionice, xargs, and
+//     sh/bash/dash/zsh/ksh -c "..." (the string parsed again as a command
+//     line). Not seen through: find -exec, su -c, watch, interpreters'
+//     own -c/-e (python, perl), scripts — rules name those programs.
 // Uncertain: unbalanced quotes or parentheses; eval; a variable, command
 // substitution, glob, brace expansion or $'...' as the command name; a
 // parameter expansion or arithmetic holding a command; process substitution

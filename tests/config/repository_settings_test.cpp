@@ -202,7 +202,7 @@ TEST(ApprovalRules, AreReadInOrderWithTheirPlace) {
   EXPECT_EQ(deny.decision, policy::Decision::deny);
   EXPECT_EQ(deny.reason, "never force-push");
   ASSERT_TRUE(deny.args_match);
-  EXPECT_EQ(deny.args_match->search("origin --force"), true);
+  EXPECT_EQ(deny.args_match->search("origin --force"), RegexMatch::match);
   EXPECT_EQ(deny.where(), "loopr.toml:8");
 }
 

@@ -80,6 +80,28 @@ TEST_F(ApprovalRules, ACommandNoRuleMatchesKeepsThePolicy) {
   EXPECT_EQ(result["output"]["stdout"], "free\n");
 }
 
+TEST_F(ApprovalRules, ATrustedRepositorysRulesTightenTheUsersAndAnUntrustedOneRefuses) {
+  daemon_.tree().write("work/repo/.loopr/loopr.toml",
+                       "[[approval.rules]]\n"
+                       "command = [\"echo\"]\n"
+                       "args_match = \"release\"\n"
+                       "decision = \"deny\"\n"
+                       "reason = \"releases go through CI\"\n");
+  const json untrusted = daemon_.tool("run_command", {{"command", "echo release"}});
+  EXPECT_EQ(untrusted["status"], "denied") << untrusted.dump();
+  EXPECT_EQ(untrusted["error"]["code"], "repo_settings_refused") << untrusted.dump();
+
+  const std::string repo = daemon_.tree().path("work/repo");
+  daemon_.call("repo.trust", {{"repo", repo}});
+  const json denied = daemon_.tool("run_command", {{"command", "echo release"}});
+  EXPECT_EQ(denied["status"], "denied") << denied.dump();
+  EXPECT_EQ(denied["error"]["details"]["rule"]["source"], "repository") << denied.dump();
+  EXPECT_NE(denied["error"]["message"].get<std::string>().find("releases go through CI"),
+            std::string::npos);
+  const json other = daemon_.tool("run_command", {{"command", "echo other"}});
+  EXPECT_EQ(other["ok"], true) << other.dump();
+}
+
 TEST(ApprovalRulesAllow, AnAllowedCommandRunsThoughThePolicyIsAsk) {
   DaemonHarness daemon(
       DaemonOptions{"[approval.tools]\nrun_command = \"ask\"\n\n"

@@ -23,7 +23,7 @@ std::vector<loopr::policy::CommandRule> fuzz_rules() {
   rules[0].decision = Decision::deny;
   rules[1].command = {"git", "push"};
   rules[1].decision = Decision::ask;
-  rules[1].args_match = loopr::policy::Regex::compile("--force|-f").value();
+  rules[1].args_match = loopr::Regex::compile("--force|-f").value();
   rules[2].command = {"ls"};
   rules[2].decision = Decision::allow;
   return rules;

@@ -59,6 +59,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"timeout -s KILL 30 nice -n 5 nohup make", {{"make"}}},
         Case{"command -p exec git status", {{"git", "status"}}},
         Case{"command -v git", {{"command", "-v", "git"}}},
+        Case{"setsid -w ionice -c 3 xargs -0 -n 1 rm", {{"rm"}}},
         Case{"ls > /dev/null 2>&1 < in.txt", {{"ls"}}},
         Case{"make &> log; make 2>> log", {{"make"}, {"make"}}},
         Case{"cat <<EOF > f\nrm -rf /\n$HOME\nEOF\necho done", {{"cat"}, {"echo", "done"}}},
