@@ -31,6 +31,9 @@ struct ApprovalRequest {
   // The approval rule that made this call wait (policy::CommandRule::to_json),
   // or null: the tool's or lane's policy did.
   nlohmann::json rule = nullptr;
+  // Why the approval rules could not read the command with confidence (they
+  // then ask); empty otherwise.
+  std::string uncertain;
 };
 
 struct ApprovalDecision {

@@ -514,8 +514,10 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
     ApprovalRequest approval{
-        call_id, tool->name, tool->lane, std::string(config::to_string(tool->tier)),
-        args,    *worktree,  decided_by};
+        call_id,    tool->name,
+        tool->lane, std::string(config::to_string(tool->tier)),
+        args,       *worktree,
+        decided_by, verdict.decision == policy::Decision::ask ? verdict.uncertain : std::string()};
     ApprovalDecision decision = co_await approvals_.request(
         std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
     if (decision.withdrawn) {

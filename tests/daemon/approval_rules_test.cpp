@@ -74,6 +74,21 @@ TEST_F(ApprovalRules, AnAskedCommandWaitsThoughThePolicyIsAuto) {
   EXPECT_TRUE(daemon_.tree().exists("work/repo/asked-marker"));
 }
 
+TEST_F(ApprovalRules, ACommandThatCannotBeReadWaitsAndSaysWhy) {
+  auto watcher = daemon_.client();
+  ASSERT_TRUE(watcher.call("events.subscribe", {{"topics", {"approval.requested"}}}));
+  json result;
+  std::jthread caller([&] { result = daemon_.tool("run_command", {{"command", "eval \"$X\""}}); });
+  auto requested = watcher.next_event(30s);
+  ASSERT_TRUE(requested && *requested);
+  EXPECT_EQ((**requested).data["uncertain"], "eval runs a string as a command")
+      << (**requested).data.dump();
+  EXPECT_FALSE((**requested).data.contains("rule"));
+  ASSERT_TRUE(watcher.call("approval.deny", {{"id", (**requested).data["id"]}}));
+  caller.join();
+  EXPECT_EQ(result["status"], "denied") << result.dump();
+}
+
 TEST_F(ApprovalRules, ACommandNoRuleMatchesKeepsThePolicy) {
   const json result = daemon_.tool("run_command", {{"command", "echo free"}});
   EXPECT_EQ(result["ok"], true) << result.dump();
