@@ -33,6 +33,27 @@ int decide(const CommandContext& context, const std::string& method,
   return to_int(ExitStatus::ok);
 }
 
+// "ID  waits by the rule at FILE:LINE (ask ["git","push"]): REASON" for a
+// call an approval rule (or an unreadable command) made wait; empty else.
+std::string why_it_waits(const json& approval) {
+  const std::string id = cell(approval, "id");
+  const auto rule = approval.find("rule");
+  if (rule != approval.end() && rule->is_object()) {
+    std::string line = id + "  waits by the rule at " + cell(*rule, "file") + ":" +
+                       cell(*rule, "line") + " (" + cell(*rule, "decision") + " " +
+                       printable(rule->value("command", json::array()).dump()) + ")";
+    const std::string reason = cell(*rule, "reason");
+    if (!reason.empty() && reason != "-") line += ": " + reason;
+    return line + "\n";
+  }
+  const auto uncertain = approval.find("uncertain");
+  if (uncertain != approval.end() && uncertain->is_string()) {
+    return id + "  waits: the approval rules cannot read its command (" +
+           printable(uncertain->get<std::string>()) + ")\n";
+  }
+  return {};
+}
+
 }  // namespace
 
 int run_approvals(const CommandContext& context) {
@@ -58,6 +79,8 @@ int run_approvals(const CommandContext& context) {
                    cell(approval, "args")});
   }
   table.print(context.out);
+  for (const json& approval : *approvals)
+    context.out << why_it_waits(approval);
   context.out << "approve with: looprctl approve ID   deny with: looprctl deny ID --reason TEXT\n";
   return to_int(ExitStatus::ok);
 }

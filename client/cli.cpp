@@ -17,6 +17,7 @@
 #include "client/mcp_command.hpp"
 #include "client/memory_commands.hpp"
 #include "client/plan_commands.hpp"
+#include "client/policy_command.hpp"
 #include "client/repo_commands.hpp"
 #include "client/tui_command.hpp"
 
@@ -590,6 +591,33 @@ void add_repo_commands(CLI::App& app, RepoFlags& f, ChosenCommand& command) {
   });
 }
 
+// ---- approval rules: policy check ----
+struct PolicyFlags {
+  PolicyCheckOptions check;
+};
+
+void add_policy_commands(CLI::App& app, PolicyFlags& f, ChosenCommand& command) {
+  auto* policy_cmd = app.add_subcommand("policy", "what the approval rules decide");
+  policy_cmd->require_subcommand(1);
+  auto* check_cmd = policy_cmd->add_subcommand(
+      "check",
+      "the decision of the [[approval.rules]] for a command line, each simple command with the "
+      "rule that matched it; exit 0 allow, 10 ask, 11 deny");
+  check_cmd
+      ->add_option("command", f.check.command,
+                   "the command line, after -- (quote it whole: -- 'npm test && git push')")
+      ->required();
+  check_cmd->add_option("--repo", f.check.repo,
+                        "add the rules of this repository's trusted .loopr/loopr.toml (asks "
+                        "looprd, which keeps the trust)");
+  check_cmd->add_option("--tool", f.check.tool,
+                        "the tool the command is for: run_command (default) or "
+                        "run_command_isolated");
+  check_cmd->callback([&f, &command] {
+    command = [&f](const CommandContext& c) { return run_policy_check(c, f.check); };
+  });
+}
+
 // ---- the terminal UI: tui ----
 struct TuiFlags {
   std::string repo;
@@ -634,6 +662,7 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   PlanFlags plan_flags;
   MemoryFlags memory_flags;
   RepoFlags repo_flags;
+  PolicyFlags policy_flags;
   TuiFlags tui_flags;
   add_daemon_commands(app, daemon_flags, command);
   add_tool_commands(app, tool_flags, command);
@@ -641,6 +670,7 @@ int run_looprctl(int argc, const char* const* argv, std::istream& in, std::ostre
   add_plan_commands(app, plan_flags, command);
   add_memory_commands(app, memory_flags, command);
   add_repo_commands(app, repo_flags, command);
+  add_policy_commands(app, policy_flags, command);
   add_tui_command(app, tui_flags, command);
 
   try {

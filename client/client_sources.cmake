@@ -23,6 +23,7 @@ add_library(loopr_client STATIC
   metrics_command.cpp
   metrics_view.cpp
   plan_commands.cpp
+  policy_command.cpp
   repo_commands.cpp
   terminal.cpp
   text_format.cpp

@@ -18,6 +18,13 @@ namespace loopr::config::detail {
 void check_include_pattern(const toml::value& at, const std::string& key,
                            const std::string& pattern);
 
+// The value of an `approval.rules` key (at `key`): an array of tables, each
+// with command (a non-empty list of words), decision, and optional
+// args_match, args_not_match (compiled here; PCRE2's message on a bad one)
+// and reason. A repository's file (`repository_file`) may not allow.
+std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const std::string& key,
+                                                    bool repository_file);
+
 // The value of loopr.toml's `repositories` key: an array of tables, each
 // with `path` and optional [commands] and [worktrees] tables.
 std::vector<RepositoryEntry> read_repositories(const toml::value& v, const EnvLookup& env);

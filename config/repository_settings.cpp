@@ -20,14 +20,13 @@ namespace fs = std::filesystem;
 // them (it could loosen the sandbox, the lanes, egress or approvals, or spend
 // the user's money).
 constexpr std::string_view kUserOnlyTables[] = {
-    "daemon",       "sandbox",   "lanes",     "approval", "web_fetch", "egress",
-    "web_search",   "loops",     "providers", "llm",      "prices",    "budgets",
-    "loop_health",  "scheduler", "merges",    "memory",   "oracle",    "context",
-    "repositories", "hooks",     "rules",     "cluster"};
+    "daemon",    "sandbox", "lanes",   "web_fetch",    "egress",      "web_search", "loops",
+    "providers", "llm",     "prices",  "budgets",      "loop_health", "scheduler",  "merges",
+    "memory",    "oracle",  "context", "repositories", "hooks",       "rules",      "cluster"};
 
 constexpr const char* kRepoFileAllows =
     "a repository's .loopr/loopr.toml may set only [commands] (build, test, validate, lint, "
-    "lint_files) and [worktrees] (include, setup)";
+    "lint_files), [worktrees] (include, setup) and [[approval.rules]] that ask or deny";
 
 // [commands] of either place; `prefix` is how keys are named in errors
 // ("commands", "repositories[0].commands").
@@ -81,7 +80,8 @@ void read_worktrees(const toml::value& table, const std::string& prefix, bool re
 }  // namespace
 
 bool RepoSettings::empty() const {
-  return !build && !test && !validate && !lint && !lint_files && !include && !setup;
+  return !build && !test && !validate && !lint && !lint_files && !include && !setup &&
+         rules.empty();
 }
 
 RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
@@ -93,6 +93,18 @@ RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
       read_commands(v, "commands", out);
     } else if (entry.key == "worktrees") {
       read_worktrees(v, "worktrees", true, out);
+    } else if (entry.key == "approval") {
+      detail::require_table(v, "approval");
+      for (const auto& field : detail::entries(v)) {
+        if (field.key != "rules") {
+          fail(v, "approval",
+               "is not allowed in a repository's .loopr/loopr.toml (it sets approval." + field.key +
+                   "): the approval policy is yours to set in your own loopr.toml, and a "
+                   "repository can never loosen it; " +
+                   kRepoFileAllows);
+        }
+        out.rules = detail::read_command_rules(*field.value, "approval.rules", true);
+      }
     } else if (std::find(std::begin(kUserOnlyTables), std::end(kUserOnlyTables), entry.key) !=
                std::end(kUserOnlyTables)) {
       fail(v, entry.key,
@@ -135,6 +147,71 @@ void check_include_pattern(const toml::value& at, const std::string& key,
       fail(at, key, "\"" + pattern + "\" names git's own folder, which is never copied");
     }
   }
+}
+
+std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const std::string& key,
+                                                    bool repository_file) {
+  if (!v.is_array()) {
+    fail(v, key,
+         "must be an array of tables, written [[approval.rules]] with command = [\"git\", "
+         "\"push\"] and decision = \"ask\", got " +
+             describe(v));
+  }
+  std::vector<policy::CommandRule> rules;
+  const auto& items = v.as_array();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const toml::value& table = items[i];
+    const std::string prefix = key + "[" + std::to_string(i) + "]";
+    require_table(table, prefix);
+    refuse_unknown_keys(table, prefix,
+                        {"command", "args_match", "args_not_match", "decision", "reason"});
+    policy::CommandRule rule;
+    rule.from_repository = repository_file;
+    rule.file = table.location().file_name();
+    rule.line = line_of(table);
+    bool has_decision = false;
+    for (const auto& field : entries(table)) {
+      const std::string field_key = prefix + "." + field.key;
+      const toml::value& value = *field.value;
+      if (field.key == "command") {
+        rule.command = read_string_list(value, field_key);
+        if (rule.command.empty()) {
+          fail(value, field_key,
+               "must name the command as a list of words, e.g. [\"git\", \"push\"]; an empty "
+               "list would match every command");
+        }
+        for (const std::string& word : rule.command) {
+          if (word.empty()) fail(value, field_key, "must not hold an empty word");
+        }
+      } else if (field.key == "args_match" || field.key == "args_not_match") {
+        auto regex = Regex::compile(read_string(value, field_key));
+        if (!regex) {
+          fail(value, field_key, "is not a valid regular expression: " + regex.error().message);
+        }
+        (field.key == "args_match" ? rule.args_match : rule.args_not_match) = std::move(*regex);
+      } else if (field.key == "decision") {
+        const std::string decision = read_choice(value, field_key, {"allow", "ask", "deny"});
+        if (repository_file && decision == "allow") {
+          fail(value, field_key,
+               "\"allow\" is not allowed in a repository's .loopr/loopr.toml: a repository may "
+               "add rules that ask or deny, never loosen your approval policy; write allow rules "
+               "in your own loopr.toml");
+        }
+        rule.decision = decision == "allow" ? policy::Decision::allow
+                        : decision == "ask" ? policy::Decision::ask
+                                            : policy::Decision::deny;
+        has_decision = true;
+      } else if (field.key == "reason") {
+        rule.reason = read_string(value, field_key);
+      }
+    }
+    if (rule.command.empty()) {
+      fail(table, prefix, "needs command, the command's first words, e.g. [\"git\", \"push\"]");
+    }
+    if (!has_decision) fail(table, prefix, "needs decision: \"allow\", \"ask\" or \"deny\"");
+    rules.push_back(std::move(rule));
+  }
+  return rules;
 }
 
 std::vector<RepositoryEntry> read_repositories(const toml::value& v, const EnvLookup& env) {

@@ -8,10 +8,12 @@
 //       [repositories.commands]    build, test, validate, lint, lint_files
 //       [repositories.worktrees]   include, setup
 //   - the repository's own .loopr/loopr.toml, with only [commands] (the same
-//     keys) and [worktrees] include/setup. Anything else — [sandbox], [lanes],
-//     [egress], [approval], [providers], budgets... — is refused as not
-//     allowed there: a repository can never loosen the user's policy. The
-//     file is honoured only once the user trusts it (repos/).
+//     keys), [worktrees] include/setup and [[approval.rules]] whose decision
+//     is ask or deny (policy/command_rules.hpp; an allow is refused). Anything
+//     else — [sandbox], [lanes], [egress], the rest of [approval],
+//     [providers], budgets... — is refused as not allowed there: a
+//     repository can never loosen the user's policy. The file is honoured
+//     only once the user trusts it (repos/).
 // Each key is optional: one a repository leaves unset falls back (repos/
 // resolve(): user config > trusted repository file > daemon-wide).
 #pragma once
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "config/environment.hpp"
+#include "policy/command_rules.hpp"
 
 namespace loopr::config {
 
@@ -36,6 +39,9 @@ struct RepoSettings {
   std::optional<std::vector<std::string>> lint_files;
   std::optional<std::vector<std::string>> include;  // [worktrees] include
   std::optional<std::string> setup;                 // [worktrees] setup
+  // [[approval.rules]] of a repository's file (ask and deny only); they add
+  // to the user's rules, never replace them. Always empty in [[repositories]].
+  std::vector<policy::CommandRule> rules;
 
   bool empty() const;
 };

@@ -12,10 +12,10 @@ namespace loopr::config {
 // The JSON Schema keywords tool schemas may use; the argument validator
 // implements exactly these.
 inline constexpr std::string_view kSchemaKeywords[] = {
-    "type",     "properties", "required",  "additionalProperties",
-    "items",    "enum",       "minimum",   "maximum",
-    "minItems", "maxItems",   "minLength", "maxLength",
-    "pattern",  "description", "default",  "oneOf"};
+    "type",     "properties",  "required",  "additionalProperties",
+    "items",    "enum",        "minimum",   "maximum",
+    "minItems", "maxItems",    "minLength", "maxLength",
+    "pattern",  "description", "default",   "oneOf"};
 
 // Returns nullopt when `schema` is a valid tool input schema, else the first
 // problem, prefixed with its JSON pointer ("/properties/path: ...").

@@ -396,8 +396,10 @@ class SettingsReader {
          {"timeout_s", integer_in(a.timeout_s, 1, 86400, "seconds")},
          {"tools", [this, &a](const toml::value& v,
                               const std::string& key) { policy_map(v, key, a.tools, false); }},
-         {"lanes", [this, &a](const toml::value& v, const std::string& key) {
-            policy_map(v, key, a.lanes, true);
+         {"lanes", [this, &a](const toml::value& v,
+                              const std::string& key) { policy_map(v, key, a.lanes, true); }},
+         {"rules", [&a](const toml::value& v, const std::string& key) {
+            a.rules = detail::read_command_rules(v, key, false);
           }}});
   }
 

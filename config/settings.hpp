@@ -93,6 +93,10 @@ struct ApprovalSettings {
   std::int64_t timeout_s = 300;                               // unanswered = deny
   std::map<std::string, ApprovalPolicy> tools;                // [approval.tools]
   std::map<std::string, ApprovalPolicy> lanes;                // [approval.lanes]
+  // [[approval.rules]]: per-command rules for the tools that run a command
+  // from their arguments (policy/command_rules.hpp), in the order written;
+  // a trusted repository's file adds its own (ask and deny only).
+  std::vector<policy::CommandRule> rules;
 };
 
 // The commands the heavy-lane tools build, test and validate run (sh -c);

@@ -43,6 +43,8 @@ nlohmann::json ApprovalGate::describe(const std::string& id, const Pending& pend
                         {"requested_at_ms", pending.requested_at_ms},
                         {"expires_at_ms", pending.expires_at_ms}};
   if (!pending.request.loop_id.empty()) out["loop_id"] = pending.request.loop_id;
+  if (!pending.request.rule.is_null()) out["rule"] = pending.request.rule;
+  if (!pending.request.uncertain.empty()) out["uncertain"] = pending.request.uncertain;
   return out;
 }
 

@@ -29,6 +29,12 @@ struct ApprovalRequest {
   nlohmann::json args;  // shown to the user: long strings are cut (abbreviated_for_display)
   std::string worktree;
   std::string loop_id;  // the loop that made the call; empty for a client's own call
+  // The approval rule that made this call wait (policy::CommandRule::to_json),
+  // or null: the tool's or lane's policy did.
+  nlohmann::json rule = nullptr;
+  // Why the approval rules could not read the command with confidence (they
+  // then ask); empty otherwise.
+  std::string uncertain;
 };
 
 struct ApprovalDecision {

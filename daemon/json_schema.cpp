@@ -19,10 +19,7 @@
 // builds nodes only for the keywords a schema names). The gate, not this
 // file, decides what catalogs may use; widening kSchemaKeywords needs no new
 // validator.
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "daemon/json_schema.hpp"
-
-#include <pcre2.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +33,7 @@
 #include <vector>
 
 #include "common/edit_distance.hpp"
+#include "common/regex.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::daemon {
@@ -54,13 +52,6 @@ constexpr std::size_t kMaxShownBytes = 64;
 constexpr std::size_t kMaxExplainedAlternatives = 8;
 // enum values listed in a message.
 constexpr std::size_t kMaxListedEnumValues = 8;
-
-// Work limits for one `pattern` match against a value from the model.
-constexpr std::uint32_t kRegexMatchLimit = 1'000'000;
-constexpr std::uint32_t kRegexDepthLimit = 10'000;
-constexpr std::uint32_t kRegexHeapLimitKib = 8 * 1024;
-constexpr std::size_t kJitStackStart = 32 * 1024;
-constexpr std::size_t kJitStackMax = 1024 * 1024;
 
 // Numbers are compared as long double: int64, uint64 and double all convert
 // to it without loss when it has a 64-bit mantissa (x86-64, and aarch64's
@@ -324,100 +315,9 @@ std::size_t code_points(std::string_view text) {
 // ---------------------------------------------------------------------------
 // Regular expressions (pattern, patternProperties)
 
-struct CodeDeleter {
-  void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-};
-struct CompileContextDeleter {
-  void operator()(pcre2_compile_context* context) const { pcre2_compile_context_free(context); }
-};
-
-enum class MatchResult { match, no_match, gave_up };
-
-// Per-thread match state shared by every compiled schema: pcre2 match data
-// and contexts are not safe to share between threads, compiled code is.
-class MatchScratch {
- public:
-  MatchScratch()
-      : data_(pcre2_match_data_create(1, nullptr)),
-        context_(pcre2_match_context_create(nullptr)),
-        jit_stack_(pcre2_jit_stack_create(kJitStackStart, kJitStackMax, nullptr)) {
-    if (context_ != nullptr) {
-      pcre2_set_match_limit(context_, kRegexMatchLimit);
-      pcre2_set_depth_limit(context_, kRegexDepthLimit);
-      pcre2_set_heap_limit(context_, kRegexHeapLimitKib);
-      if (jit_stack_ != nullptr) pcre2_jit_stack_assign(context_, nullptr, jit_stack_);
-    }
-  }
-  ~MatchScratch() {
-    pcre2_jit_stack_free(jit_stack_);
-    pcre2_match_context_free(context_);
-    pcre2_match_data_free(data_);
-  }
-  MatchScratch(const MatchScratch&) = delete;
-  MatchScratch& operator=(const MatchScratch&) = delete;
-
-  bool usable() const { return data_ != nullptr && context_ != nullptr; }
-  pcre2_match_data* data() const { return data_; }
-  pcre2_match_context* context() const { return context_; }
-
- private:
-  pcre2_match_data* data_;        // owned; one ovector pair: only "did it match" is asked
-  pcre2_match_context* context_;  // owned
-  pcre2_jit_stack* jit_stack_;    // owned
-};
-
-class Regex {
- public:
-  // ECMA-262-like: UTF mode, `$` only at the very end, \uHHHH and \u{H...}.
-  static Result<Regex> compile(const std::string& source) {
-    std::unique_ptr<pcre2_compile_context, CompileContextDeleter> context(
-        pcre2_compile_context_create(nullptr));
-    if (context == nullptr) return make_error(errc::internal, "out of memory compiling a pattern");
-    pcre2_set_compile_extra_options(context.get(), PCRE2_EXTRA_ALT_BSUX);
-    pcre2_set_newline(context.get(), PCRE2_NEWLINE_ANYCRLF);
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
-                                     PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY |
-                                         PCRE2_ALT_BSUX | PCRE2_NEVER_BACKSLASH_C,
-                                     &error, &offset, context.get());
-    if (code == nullptr) {
-      PCRE2_UCHAR buffer[256];
-      const int n = pcre2_get_error_message(error, buffer, sizeof buffer);
-      const std::string reason =
-          n < 0 ? "PCRE2 error " + std::to_string(error)
-                : std::string(reinterpret_cast<const char*>(buffer), static_cast<std::size_t>(n));
-      return make_error(errc::invalid_arguments,
-                        "at offset " + std::to_string(offset) + ": " + reason);
-    }
-    // Without JIT (not built in, or out of executable memory) pcre2_match
-    // interprets the pattern, under the same limits.
-    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
-    Regex regex;
-    regex.code_.reset(code);
-    regex.source_ = source;
-    return regex;
-  }
-
-  // Searches `subject` anywhere (JSON Schema patterns are not anchored).
-  MatchResult search(std::string_view subject) const {
-    thread_local MatchScratch scratch;
-    if (!scratch.usable()) return MatchResult::gave_up;
-    const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()),
-                               subject.size(), 0, 0, scratch.data(), scratch.context());
-    if (rc >= 0) return MatchResult::match;  // 0: matched, ovector too small for the groups
-    if (rc == PCRE2_ERROR_NOMATCH) return MatchResult::no_match;
-    return MatchResult::gave_up;
-  }
-
-  const std::string& source() const { return source_; }
-
- private:
-  Regex() = default;
-
-  std::unique_ptr<pcre2_code, CodeDeleter> code_;
-  std::string source_;
-};
+// Patterns are common/regex.hpp's, in its ECMA-262-like syntax, searched
+// under its work limits.
+using MatchResult = RegexMatch;
 
 // ---------------------------------------------------------------------------
 // The compiled form
@@ -630,7 +530,7 @@ class Compiler {
 
   Result<std::size_t> compile_regex(const std::string& source, const std::string& pointer,
                                     std::string_view keyword) {
-    Result<Regex> regex = Regex::compile(source);
+    Result<Regex> regex = Regex::compile(source, RegexSyntax::ecmascript);
     if (!regex) {
       return schema_error(pointer, keyword,
                           "'" + std::string(keyword) + "': invalid regular expression " +

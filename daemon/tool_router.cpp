@@ -17,6 +17,7 @@
 #include "daemon/job_traits.hpp"
 #include "daemon/web_search_args.hpp"
 #include "memory/repository.hpp"
+#include "policy/command_rules.hpp"
 #include "proto/json_bounded.hpp"
 #include "repos/repo_settings.hpp"
 
@@ -442,18 +443,21 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       args["create_only"] = true;
     }
   }
+  // A loop's calls carry the repository loopr made the loop for; a client's
+  // own call is about the repository its worktree is in (a subfolder or a
+  // linked worktree names its repository's top).
+  const auto repository_settings = [&] {
+    return repos::resolve(
+        settings_, store_,
+        memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo)));
+  };
   if (runs_configured_command(*tool)) {
     const std::string command_key(config::to_string(tool->command));
     std::string command;
     if (request.command) {
       command = *request.command;
     } else {
-      // A loop's calls carry the repository loopr made the loop for; a
-      // client's own call is about the repository its worktree is in (a
-      // subfolder or a linked worktree names its repository's top).
-      const std::string repo =
-          memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo));
-      auto effective = repos::resolve(settings_, store_, repo);
+      auto effective = repository_settings();
       if (!effective) co_return fail("error", effective.error());
       if (auto refused = effective->refusal_for("commands." + command_key)) {
         co_return fail("denied", std::move(*refused));
@@ -475,13 +479,37 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     // whatever the call carried (the schema refuses the key anyway).
     args["allowed_networks"] = settings_.web_fetch.allowed_networks;
   }
-  const auto policy = settings_.approval_for(*tool);
+  auto policy = settings_.approval_for(*tool);
   if (policy == config::ApprovalPolicy::deny) {
     co_return fail("denied", make_error(errc::sandbox_denied,
                                         "calls of " + tool->name +
                                             " are denied by the approval policy in loopr.toml",
                                         "do without this tool, or ask the user to allow it"));
   }
+  // Approval rules (policy/command_rules.hpp) judge a command the model
+  // wrote before the tool's policy does: deny refuses, ask waits even under
+  // auto, allow runs even under ask.
+  policy::RuleVerdict verdict;
+  if (tool->command == config::ToolCommand::from_arguments && args.contains("command") &&
+      args["command"].is_string()) {
+    auto effective = repository_settings();
+    if (!effective) co_return fail("error", effective.error());
+    if (auto refused = effective->refusal_for("approval.rules")) {
+      co_return fail("denied", std::move(*refused));
+    }
+    std::vector<policy::CommandRule> rules = settings_.approval.rules;
+    rules.insert(rules.end(), effective->rules.begin(), effective->rules.end());
+    verdict = policy::evaluate(args["command"].get<std::string>(), rules);
+    if (verdict.decision == policy::Decision::deny) {
+      Error error = make_error(errc::sandbox_denied, verdict.explanation(),
+                               "do not run this command; do without it, or ask the user");
+      error.details = {{"rule", verdict.rule->to_json()}};
+      co_return fail("denied", std::move(error));
+    }
+    if (verdict.decision == policy::Decision::ask) policy = config::ApprovalPolicy::ask;
+    if (verdict.decision == policy::Decision::allow) policy = config::ApprovalPolicy::automatic;
+  }
+  const json decided_by = verdict.rule ? verdict.rule->to_json() : json(nullptr);
   auto lane = lanes_.find(tool->lane);
   if (!hosted && lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
@@ -496,8 +524,15 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     // A named local, not a temporary in the co_await expression: g++ 12
     // destroys such temporaries twice (GCC bug 100611).
     ApprovalRequest approval{
-        call_id, tool->name, tool->lane,     std::string(config::to_string(tool->tier)),
-        args,    *worktree,  request.loop_id};
+        call_id,
+        tool->name,
+        tool->lane,
+        std::string(config::to_string(tool->tier)),
+        args,
+        *worktree,
+        request.loop_id,
+        decided_by,
+        verdict.decision == policy::Decision::ask ? verdict.uncertain : std::string()};
     ApprovalDecision decision = co_await approvals_.request(
         std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
     if (decision.withdrawn) {
@@ -557,6 +592,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   json started_event = {
       {"call_id", call_id}, {"tool", tool->name}, {"lane", tool->lane}, {"worktree", *worktree}};
   if (!request.loop_id.empty()) started_event["loop_id"] = request.loop_id;
+  if (!decided_by.is_null()) started_event["rule"] = decided_by;
   events_.publish("tool.started", std::move(started_event));
   const auto lane_settings = settings_.lanes.find(tool->lane);
   if (egress_ != nullptr && lane_settings != settings_.lanes.end() &&

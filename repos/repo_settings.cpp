@@ -136,6 +136,15 @@ Result<EffectiveRepoSettings> resolve(const config::Settings& settings, const st
   pick(out, "worktrees.include", &R::include, user, honoured, daemon_prep.include,
        out.prep.include);
   pick(out, "worktrees.setup", &R::setup, user, honoured, daemon_prep.setup, out.prep.setup);
+  // Rules add to the user's rather than replace them, so the user's config
+  // never shadows the file's.
+  if (out.file.settings && !out.file.settings->rules.empty()) {
+    if (honoured) {
+      out.rules = out.file.settings->rules;
+    } else {
+      out.unhonoured_keys.push_back("approval.rules");
+    }
+  }
   return out;
 }
 
@@ -176,7 +185,8 @@ std::optional<Error> EffectiveRepoSettings::refusal() const {
       error.message = file.path + " cannot be used: " + file.error;
       error.hint =
           "fix or remove the file: a repository may set only [commands] (build, test, validate, "
-          "lint, lint_files) and [worktrees] (include, setup); your own loopr.toml can set the "
+          "lint, lint_files), [worktrees] (include, setup) and [[approval.rules]] that ask or "
+          "deny; your own loopr.toml can set the "
           "same for it ([[repositories]] path = \"" +
           repo + "\")";
       break;
@@ -216,6 +226,10 @@ json EffectiveRepoSettings::to_json() const {
     out["trust"] = {{"file_hash", trust->file_hash}, {"trusted_at_ms", trust->trusted_at_ms}};
   }
   if (auto refused = refusal()) out["refusal"] = refused->to_json();
+  json rule_list = json::array();
+  for (const policy::CommandRule& rule : rules)
+    rule_list.push_back(rule.to_json());
+  out["rules"] = std::move(rule_list);
   return out;
 }
 
@@ -231,7 +245,8 @@ Result<store::RepoTrust> trust(store::Store& store, const std::string& repo) {
   if (!file.error.empty() || !file.settings) {
     return make_error(kRefusedCode, file.path + " cannot be trusted: " + file.error,
                       "fix the file first: a repository may set only [commands] (build, test, "
-                      "validate, lint, lint_files) and [worktrees] (include, setup)");
+                      "validate, lint, lint_files), [worktrees] (include, setup) and "
+                      "[[approval.rules]] that ask or deny");
   }
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())

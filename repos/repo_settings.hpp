@@ -50,6 +50,10 @@ struct EffectiveRepoSettings {
   std::string repo;  // the repository's realpath (its top folder)
   config::CommandSettings commands;
   config::WorktreePrep prep;
+  // The trusted file's [[approval.rules]] (ask and deny only), added to the
+  // user's; empty when the file is not honoured ("approval.rules" is then
+  // among unhonoured_keys if it sets any).
+  std::vector<policy::CommandRule> rules;
   // Where each key's value came from, by config::kRepoSettingKeys name.
   std::map<std::string, Source> sources;
   RepoFile file;

@@ -20,7 +20,7 @@ fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${LOOPR_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 cxx="${LOOPR_FUZZ_CXX:-clang++-14}"
-targets=(fuzz_frame_reader fuzz_line_reader fuzz_runner_message fuzz_proxy_request)
+targets=(fuzz_frame_reader fuzz_line_reader fuzz_runner_message fuzz_proxy_request fuzz_shell_words)
 
 if ! command -v "$cxx" >/dev/null; then
   echo "fuzz-smoke: $cxx not found (apt-get install clang-14)" >&2

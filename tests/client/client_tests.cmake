@@ -17,7 +17,8 @@ loopr_add_test(client_test
   looprctl_cli_test.cpp
   looprctl_run.cpp
   memory_commands_test.cpp
-  plan_commands_test.cpp)
+  plan_commands_test.cpp
+  policy_check_test.cpp)
 target_link_libraries(client_test PRIVATE loopr_client loopr_fake_daemon loopr_test_support
                                           rapidcheck rapidcheck_gtest)
 add_dependencies(client_test looprctl looprctl-fake-daemon)

@@ -321,6 +321,34 @@ TEST_F(LooprctlTest, ApprovalsListsWaitingCalls) {
   EXPECT_TRUE(contains(run.out, "expired")) << run.out;
 }
 
+TEST_F(LooprctlTest, ApprovalsNameTheRuleThatMadeACallWait) {
+  const json rule = {{"decision", "ask"},
+                     {"command", {"git", "push"}},
+                     {"reason", "publishes"},
+                     {"source", "user"},
+                     {"file", "/home/ada/.config/loopr/loopr.toml"},
+                     {"line", 12}};
+  fake_.answer("approval.list", {{"approvals",
+                                  {{{"id", "a-1"},
+                                    {"tool", "run_command"},
+                                    {"args", {{"command", "git push"}}},
+                                    {"rule", rule}},
+                                   {{"id", "a-2"},
+                                    {"tool", "run_command"},
+                                    {"args", {{"command", "eval x"}}},
+                                    {"uncertain", "eval runs a string as a command"}}}}});
+  const CtlRun run = ctl({"approvals"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out,
+                       "a-1  waits by the rule at /home/ada/.config/loopr/loopr.toml:12 (ask "
+                       "[\"git\",\"push\"]): publishes"))
+      << run.out;
+  EXPECT_TRUE(contains(run.out,
+                       "a-2  waits: the approval rules cannot read its command (eval "
+                       "runs a string as a command)"))
+      << run.out;
+}
+
 TEST_F(LooprctlTest, ApprovalsSaysWhenNoneAreWaiting) {
   fake_.answer("approval.list", {{"approvals", json::array()}});
   const CtlRun run = ctl({"approvals"});

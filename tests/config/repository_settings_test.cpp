@@ -184,5 +184,79 @@ TEST(SettingsRepositories, MistakesNameTheKey) {
               HasSubstr("repositories: must be an array of tables"));
 }
 
+// [[approval.rules]] (issue 27): read in order with where each was written;
+// every mistake names file:line and key; a repository's file only tightens.
+TEST(ApprovalRules, AreReadInOrderWithTheirPlace) {
+  const Settings s = merged(
+      "[approval]\ndefault = \"auto\"\n\n"
+      "[[approval.rules]]\ncommand = [\"npm\", \"test\"]\ndecision = \"allow\"\n\n"
+      "[[approval.rules]]\ncommand = [\"git\", \"push\"]\nargs_match = \"--force\"\n"
+      "decision = \"deny\"\nreason = \"never force-push\"\n");
+  ASSERT_EQ(s.approval.rules.size(), 2u);
+  const policy::CommandRule& allow = s.approval.rules[0];
+  EXPECT_THAT(allow.command, ElementsAre("npm", "test"));
+  EXPECT_EQ(allow.decision, policy::Decision::allow);
+  EXPECT_EQ(allow.where(), "loopr.toml:4");
+  EXPECT_FALSE(allow.from_repository);
+  const policy::CommandRule& deny = s.approval.rules[1];
+  EXPECT_EQ(deny.decision, policy::Decision::deny);
+  EXPECT_EQ(deny.reason, "never force-push");
+  ASSERT_TRUE(deny.args_match);
+  EXPECT_EQ(deny.args_match->search("origin --force"), RegexMatch::match);
+  EXPECT_EQ(deny.where(), "loopr.toml:8");
+}
+
+TEST(ApprovalRules, MistakesNameFileLineAndKey) {
+  struct Mistake {
+    std::string text;
+    std::string start;
+    std::string says;
+  };
+  const Mistake mistakes[] = {
+      {"[approval]\nrules = \"x\"\n", "loopr.toml:2: approval.rules:", "array of tables"},
+      {"[[approval.rules]]\ncommand = []\ndecision = \"ask\"\n",
+       "loopr.toml:2: approval.rules[0].command:", "list of words"},
+      {"[[approval.rules]]\ncommand = \"git push\"\ndecision = \"ask\"\n",
+       "loopr.toml:2: approval.rules[0].command:", "array of strings"},
+      {"[[approval.rules]]\ncommand = [\"git\", \"\"]\ndecision = \"ask\"\n",
+       "loopr.toml:2: approval.rules[0].command:", "empty word"},
+      {"[[approval.rules]]\ndecision = \"ask\"\n",
+       "loopr.toml:1: approval.rules[0]:", "needs command"},
+      {"[[approval.rules]]\ncommand = [\"ls\"]\n",
+       "loopr.toml:1: approval.rules[0]:", "needs decision"},
+      {"[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"maybe\"\n",
+       "loopr.toml:3: approval.rules[0].decision:", "allow, ask, deny"},
+      {"[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"ask\"\nargs_match = \"(x\"\n",
+       "loopr.toml:4: approval.rules[0].args_match:",
+       "not a valid regular expression: at offset 2: missing closing parenthesis"},
+      {"[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"ask\"\nargs_not_match = \"[\"\n",
+       "loopr.toml:4: approval.rules[0].args_not_match:", "not a valid regular expression"},
+      {"[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"ask\"\ntool = \"x\"\n",
+       "loopr.toml:4: approval.rules[0].tool:", "unknown key"},
+  };
+  for (const Mistake& m : mistakes) {
+    EXPECT_THAT(config_error([&] { merged(m.text); }),
+                AllOf(StartsWith(m.start), HasSubstr(m.says)))
+        << m.text;
+  }
+}
+
+TEST(ApprovalRules, ARepositoryMayAskOrDenyButNeverAllow) {
+  const RepoSettings s = repo_file(
+      "[[approval.rules]]\ncommand = [\"git\", \"push\"]\ndecision = \"deny\"\n"
+      "reason = \"CI pushes\"\n\n"
+      "[[approval.rules]]\ncommand = [\"rm\"]\ndecision = \"ask\"\n");
+  ASSERT_EQ(s.rules.size(), 2u);
+  EXPECT_TRUE(s.rules[0].from_repository);
+  EXPECT_EQ(s.rules[0].where(), "/src/app/.loopr/loopr.toml:1");
+  EXPECT_FALSE(s.empty());
+
+  EXPECT_THAT(repo_file_error("[[approval.rules]]\ncommand = [\"curl\"]\ndecision = \"allow\"\n"),
+              AllOf(StartsWith("/src/app/.loopr/loopr.toml:3: approval.rules[0].decision: "),
+                    HasSubstr("never loosen your approval policy")));
+  EXPECT_THAT(repo_file_error("[approval]\ndefault = \"auto\"\n"),
+              AllOf(HasSubstr("approval: is not allowed"), HasSubstr("it sets approval.default")));
+}
+
 }  // namespace
 }  // namespace loopr::config

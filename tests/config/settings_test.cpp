@@ -338,7 +338,7 @@ TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
       {"lanes.heavy",
        "slots, network, memory_mb, pids_max, cpu_weight, warm_workers, warm_worker_idle_s, "
        "address_space_mb"},
-      {"approval", "default, timeout_s, tools, lanes"},
+      {"approval", "default, timeout_s, tools, lanes, rules"},
       {"web_fetch", "allowed_networks"},
       {"web_search.google", "base_url, api_key_env, key_file, cx"},
       {"web_search.serper", "base_url, api_key_env, key_file"},

@@ -16,6 +16,11 @@ if(TARGET loopr_daemon)
   target_link_libraries(daemon_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(daemon_integration_test looprd loopr-runner loopr-tool)
 
+  # Approval rules (issue 27): run_command judged by [[approval.rules]].
+  loopr_add_test(approval_rules_test approval_rules_test.cpp)
+  target_link_libraries(approval_rules_test PRIVATE loopr_daemon_harness)
+  add_dependencies(approval_rules_test looprd loopr-runner loopr-tool)
+
   # web_search through looprd, the net lane and loopr-fetch, against a fake provider.
   loopr_add_test(web_search_daemon_test web_search_daemon_test.cpp)
   target_link_libraries(web_search_daemon_test PRIVATE loopr_daemon_harness)

@@ -184,5 +184,33 @@ TEST_F(RepoSettingsTest, RepositoryOfASubfolderIsItsTop) {
   EXPECT_FALSE(repository_of(tree_.path("nope")).ok());
 }
 
+// [[approval.rules]] of the file (issue 27): added only while it is trusted;
+// a file that sets rules but is not honoured refuses what they would judge.
+TEST_F(RepoSettingsTest, TheFilesRulesApplyOnlyWhileTrusted) {
+  tree_.write("app/.loopr/loopr.toml",
+              "[[approval.rules]]\ncommand = [\"npm\", \"publish\"]\ndecision = \"deny\"\n"
+              "reason = \"releases go through CI\"\n");
+  EffectiveRepoSettings s = resolved();
+  EXPECT_EQ(s.state, FileState::untrusted);
+  EXPECT_TRUE(s.rules.empty());
+  ASSERT_TRUE(s.refusal_for("approval.rules"));
+  EXPECT_THAT(s.refusal_for("approval.rules")->message, HasSubstr("sets approval.rules"));
+
+  ASSERT_TRUE(trust(store_, repo_).ok());
+  s = resolved();
+  ASSERT_EQ(s.rules.size(), 1u);
+  EXPECT_TRUE(s.rules[0].from_repository);
+  EXPECT_EQ(s.rules[0].reason, "releases go through CI");
+  EXPECT_FALSE(s.refusal_for("approval.rules"));
+  EXPECT_EQ(s.to_json()["rules"][0]["source"], "repository");
+
+  tree_.write("app/.loopr/loopr.toml",
+              "[[approval.rules]]\ncommand = [\"npm\"]\ndecision = \"ask\"\n");
+  s = resolved();
+  EXPECT_EQ(s.state, FileState::changed);
+  EXPECT_TRUE(s.rules.empty());
+  EXPECT_TRUE(s.refusal_for("approval.rules"));
+}
+
 }  // namespace
 }  // namespace loopr::repos
