@@ -1,6 +1,7 @@
 // looprctl approvals, approve ID, deny ID [--reason TEXT].
 #include <ostream>
 
+#include "client/approval_view.hpp"
 #include "client/commands.hpp"
 #include "client/text_format.hpp"
 
@@ -33,27 +34,6 @@ int decide(const CommandContext& context, const std::string& method,
   return to_int(ExitStatus::ok);
 }
 
-// "ID  waits by the rule at FILE:LINE (ask ["git","push"]): REASON" for a
-// call an approval rule (or an unreadable command) made wait; empty else.
-std::string why_it_waits(const json& approval) {
-  const std::string id = cell(approval, "id");
-  const auto rule = approval.find("rule");
-  if (rule != approval.end() && rule->is_object()) {
-    std::string line = id + "  waits by the rule at " + cell(*rule, "file") + ":" +
-                       cell(*rule, "line") + " (" + cell(*rule, "decision") + " " +
-                       printable(rule->value("command", json::array()).dump()) + ")";
-    const std::string reason = cell(*rule, "reason");
-    if (!reason.empty() && reason != "-") line += ": " + reason;
-    return line + "\n";
-  }
-  const auto uncertain = approval.find("uncertain");
-  if (uncertain != approval.end() && uncertain->is_string()) {
-    return id + "  waits: the approval rules cannot read its command (" +
-           printable(uncertain->get<std::string>()) + ")\n";
-  }
-  return {};
-}
-
 }  // namespace
 
 int run_approvals(const CommandContext& context) {
@@ -79,8 +59,13 @@ int run_approvals(const CommandContext& context) {
                    cell(approval, "args")});
   }
   table.print(context.out);
-  for (const json& approval : *approvals)
-    context.out << why_it_waits(approval);
+  // Only the calls a rule (or an unreadable command) made wait: the others
+  // wait by the policy the table's tier column already implies.
+  for (const json& approval : *approvals) {
+    if (approval.contains("rule") || approval.contains("uncertain")) {
+      context.out << cell(approval, "id") << "  " << why_it_waits(approval) << '\n';
+    }
+  }
   context.out << "approve with: looprctl approve ID   deny with: looprctl deny ID --reason TEXT\n";
   return to_int(ExitStatus::ok);
 }

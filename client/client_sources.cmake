@@ -4,6 +4,7 @@ find_package(CLI11 REQUIRED)
 
 add_library(loopr_client STATIC
   approval_commands.cpp
+  approval_view.cpp
   cli.cpp
   client_paths.cpp
   command_context.cpp

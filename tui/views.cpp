@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "client/approval_view.hpp"
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
 #include "client/text_format.hpp"
@@ -434,6 +435,9 @@ Lines approval_preview(const DaemonState& state, const std::string& item, std::s
       out.push_back(fitted(first, width));
       out.push_back(fitted(
           Line("worktree " + printable(string_of(approval, "worktree")), Style::dim), width));
+      // Which rule (or policy) decided that this call asks.
+      for (const auto& text : wrap_to_width(client::why_it_waits(approval), width))
+        out.push_back(Line(text, Style::dim));
       out.push_back(Line("a approve \xc2\xb7 d deny with a reason", Style::warn));
       for (const auto& text : wrap_to_width(
                client::printable_lines(client::pretty_json(member(approval, "args"))), width))

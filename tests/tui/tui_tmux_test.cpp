@@ -202,6 +202,25 @@ TEST_F(TuiTest, ACallIsApprovedFromTheTuiAndRuns) {
   expect_screen(row_shows("run_command", "success"), "the call in the tool calls pane");
 }
 
+// The Approvals pane says which approval rule made a call wait (issue 27).
+TEST_F(TuiTest, AWaitingCallShowsTheApprovalRuleThatMadeItAsk) {
+  start_daemon(fixing_session(),
+               "[[approval.rules]]\ncommand = [\"echo\", \"ship\"]\ndecision = \"ask\"\n"
+               "reason = \"shipping needs a person\"\n");
+  open_tui();
+  tmux_->send_keys({"2"});
+  expect_text("nothing waits for you");
+  json result;
+  std::thread call([&] { result = daemon_->tool("run_command", {{"command", "echo ship it"}}); });
+  expect_screen(all_of({row_shows("call", "run_command"),
+                        shows_all({"waits by the rule at", "(ask [\"echo\",\"ship\"])",
+                                   "shipping needs a person"})}),
+                "the waiting call and its rule", 4s);
+  tmux_->send_keys({"a"});
+  call.join();
+  EXPECT_EQ(result.value("ok", false), true) << result.dump();
+}
+
 // examples/demo-plan/session.jsonl (the README's plan, p2 in the demo) as
 // the plan p1 of a fresh daemon.
 std::vector<json> demo_plan_session() {
