@@ -704,6 +704,13 @@ constexpr BuiltinTraits kBuiltinTraits[] = {
     {.name = "oracle", .consults_model = true},
 };
 
+const BuiltinTraits* builtin_traits_of(std::string_view name) {
+  for (const BuiltinTraits& traits : kBuiltinTraits) {
+    if (traits.name == name) return &traits;
+  }
+  return nullptr;
+}
+
 void set_builtin_traits(ToolSpec& spec) {
   for (const BuiltinTraits& traits : kBuiltinTraits) {
     if (traits.name != spec.name) continue;
@@ -717,6 +724,11 @@ void set_builtin_traits(ToolSpec& spec) {
 }
 
 }  // namespace
+
+bool builtin_runs_commands(std::string_view tool) {
+  const BuiltinTraits* traits = builtin_traits_of(tool);
+  return traits != nullptr && traits->command != ToolCommand::none;
+}
 
 Catalog Catalog::builtin() {
   Catalog catalog;

@@ -202,6 +202,15 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
       spec.tier = *parse_safety_tier(text);
     } else if (entry.key == "command") {
       spec.command = *parse_tool_command(detail::read_choice(v, key, tool_command_choices()));
+      // The sandbox's set-ID sweep and the approval rules follow this trait:
+      // a tool that runs a command cannot be said to run none.
+      if (!is_new && spec.command == ToolCommand::none && builtin_runs_commands(name)) {
+        fail(v, key,
+             "tool " + name +
+                 " runs a shell command, so it cannot be \"none\" (the sandbox's set-ID sweep "
+                 "and the approval rules rely on it); choose from-arguments, build, test or "
+                 "validate, or set enabled = false");
+      }
       // A new command tool prints what the built-in ones print.
       if (is_new && !table.contains("result_view")) {
         spec.result_view =

@@ -126,6 +126,11 @@ class Catalog {
   std::vector<ToolSpec> tools_;
 };
 
+// Whether loopr's own implementation of built-in tool `tool` runs a shell
+// command (run_command, run_command_isolated, build, test, validate): a file
+// may change which command it runs, never that it runs one.
+bool builtin_runs_commands(std::string_view tool);
+
 // The tool list handed to an LLM: [{"name", "description", "input_schema"}]
 // for the enabled tools, in catalog order; with `only` (a loop type's tool
 // list), just those, in that order, leaving out disabled ones. A name in

@@ -501,9 +501,27 @@ TEST(CatalogTraits, AFileSetsTheCommandTraitOfANewOrBuiltinTool) {
       "command = \"test\"\n"
       "input_schema = '{\"type\": \"object\", \"properties\": {}, "
       "\"additionalProperties\": false}'\n"
-      "[tools.validate]\ncommand = \"none\"\n");
+      "[tools.validate]\ncommand = \"test\"\n"
+      "[tools.grep]\ncommand = \"from-arguments\"\n");
   EXPECT_EQ(c.find("lint")->command, ToolCommand::test);
-  EXPECT_EQ(c.find("validate")->command, ToolCommand::none);
+  EXPECT_EQ(c.find("validate")->command, ToolCommand::test);
+  EXPECT_EQ(c.find("grep")->command, ToolCommand::from_arguments);
+}
+
+// The set-ID sweep after a job and the approval rules follow the command
+// trait: a built-in tool whose implementation runs a shell command cannot
+// be said to run none (it would run the model's command unswept and
+// unjudged).
+TEST(CatalogTraits, NoFileMaySayABuiltinCommandToolRunsNoCommand) {
+  for (const char* tool : {"run_command", "run_command_isolated", "build", "test", "validate"}) {
+    const std::string message =
+        merge_error(std::string("[tools.") + tool + "]\ncommand = \"none\"\n");
+    EXPECT_NE(message.find(std::string("tools.") + tool + ".command"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("runs a shell command"), std::string::npos) << message;
+  }
+  // A new tool may run none, and a tool that runs no command may stay so.
+  EXPECT_EQ(merged("[tools.grep]\ncommand = \"none\"\n").find("grep")->command, ToolCommand::none);
 }
 
 TEST(CatalogTraits, ANewToolWithoutTraitsRunsNoCommand) {

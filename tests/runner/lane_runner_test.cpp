@@ -370,6 +370,29 @@ TEST(LaneRunner, ANonJsonFrameClosesTheLink) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
 }
 
+// Which binary runs a job is its `program` trait (from looprd's catalog),
+// not its tool name: web_fetch sent as a loopr-tool job is refused by
+// loopr-tool as a tool it does not have.
+TEST(LaneRunner, TheJobsProgramTraitPicksTheBinaryThatRunsIt) {
+  RunnerHarness runner;
+  for (const proto::JobProgram program : {proto::JobProgram::fetch, proto::JobProgram::tool}) {
+    const std::string id = program == proto::JobProgram::fetch ? "by-fetch" : "by-tool";
+    proto::Job job = runner.job(id, "web_fetch", {{"url", "not a url"}});
+    ASSERT_EQ(job.traits.program, proto::JobProgram::fetch) << "the catalog's trait";
+    job.traits.program = program;
+    runner.send(job);
+    const auto result = runner.receive_a<proto::JobResult>();
+    ASSERT_TRUE(result.has_value()) << runner.runner_stderr();
+    const std::string said = result->output + result->stderr_bytes + result->error.value_or("");
+    if (program == proto::JobProgram::tool) {
+      EXPECT_NE(said.find("unknown tool 'web_fetch'"), std::string::npos) << said;
+    } else {
+      EXPECT_EQ(said.find("unknown tool"), std::string::npos) << said;
+      EXPECT_NE(said.find("url"), std::string::npos) << said;
+    }
+  }
+}
+
 TEST(LaneRunner, AMessageOfTheWrongShapeClosesTheLink) {
   RunnerHarness runner;
   auto frame = proto::encode_frame({{"type", "job"}, {"job_id", 7}});
