@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -446,11 +447,16 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // A loop's calls carry the repository loopr made the loop for; a client's
   // own call is about the repository its worktree is in (a subfolder or a
   // linked worktree names its repository's top).
-  const auto repository_settings = [&] {
-    return repos::resolve(
-        settings_, store_,
-        memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo)));
+  // Found only when a command needs it (never for the file tools).
+  std::optional<std::string> found_repository;
+  const auto repository = [&]() -> const std::string& {
+    if (!found_repository) {
+      found_repository =
+          memory::repository_of(request.repo.empty() ? *worktree : canonical_or_same(request.repo));
+    }
+    return *found_repository;
   };
+  const auto repository_settings = [&] { return repos::resolve(settings_, store_, repository()); };
   if (runs_configured_command(*tool)) {
     const std::string command_key(config::to_string(tool->command));
     std::string command;
@@ -489,9 +495,13 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // Approval rules (policy/command_rules.hpp) judge a command the model
   // wrote before the tool's policy does: deny refuses, ask waits even under
   // auto, allow runs even under ask.
+  // Only where a rule may exist: the user's, or the repository's file
+  // (read, trust-checked and hashed only then, not on every command call).
   policy::RuleVerdict verdict;
   if (tool->command == config::ToolCommand::from_arguments && args.contains("command") &&
-      args["command"].is_string()) {
+      args["command"].is_string() &&
+      (!settings_.approval.rules.empty() ||
+       ::access((repository() + "/" + std::string(repos::kRepoFileName)).c_str(), F_OK) == 0)) {
     auto effective = repository_settings();
     if (!effective) co_return fail("error", effective.error());
     if (auto refused = effective->refusal_for("approval.rules")) {
