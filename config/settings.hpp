@@ -380,7 +380,8 @@ struct LlmSettings {
   // 5xx, 529 or a broken connection; never a 4xx: a refused request would be
   // refused again, and a 429 is the provider's answer about this account).
   // Each a key of Settings::providers; a fallback answers with its own
-  // [providers.NAME] model, and its turn is priced by that model.
+  // [providers.NAME] model, and its turn is priced by that model. Only loops
+  // on `provider` fall back (loops/loop_run.hpp, ask_model).
   std::vector<std::string> fallback;
 };
 

@@ -108,6 +108,14 @@ json tool_error(const std::string& code, const std::string& message, const std::
           {"error", {{"code", code}, {"message", message}, {"hint", hint}}}};
 }
 
+// The tool definitions' share of a request, for the estimates of its input.
+std::size_t definitions_bytes(const std::vector<llm::ToolDefinition>& tools) {
+  std::size_t bytes = 0;
+  for (const llm::ToolDefinition& tool : tools)
+    bytes += tool.name.size() + tool.description.size() + tool.input_schema.dump().size();
+  return bytes;
+}
+
 // The command a build, test or validate tool (by its command trait) runs in
 // this loop: the loop's validation command, or its repository's build or
 // test command; empty for any other tool, or when none is configured.
@@ -239,6 +247,13 @@ LoopRun::LoopRun(RunHost& engine, store::LoopRow row, LoopSpec spec, LoopProgres
 
 const config::ModelPrice* LoopRun::price() const {
   return price_of(spec_.model);
+}
+
+bool LoopRun::usd_budget_applies() const {
+  if (spec_.budget.usd || engine_.services().settings.budgets.global.usd) return true;
+  const std::string plan = spec_.root_plan();
+  const config::BudgetLimits* limits = plan.empty() ? nullptr : engine_.plan_budget(plan);
+  return limits != nullptr && limits->usd;
 }
 
 const config::ModelPrice* LoopRun::price_of(const std::string& model) const {
@@ -751,13 +766,14 @@ void LoopRun::add_message(llm::Message message) {
 }
 
 std::string LoopRun::worst_budget_for_call(const llm::ModelRequest& request,
-                                           std::size_t tools_bytes, bool count_turns) const {
+                                           std::size_t tools_bytes, bool count_turns,
+                                           const std::string* model) const {
   const std::size_t bytes = request.system.size() + messages_bytes_ + tools_bytes;
   NextCall call;
   call.input_tokens_estimate = estimate_tokens(bytes);
   call.max_output_tokens = request.max_tokens;
   call.turns_this_iteration = count_turns ? progress_.turns_this_iteration : 0;
-  call.price = price();
+  call.price = model != nullptr ? price_of(*model) : price();
   if (auto why = exceeded_by_call(spec_.budget, progress_.spend, call, "loop")) return *why;
   const auto& global = engine_.services().settings.budgets.global;
   call.turns_this_iteration = 0;  // a per-iteration count has no global meaning
@@ -821,8 +837,14 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
   // the call was cut off, not failed; the journal asks it again later.
   if (stopping_ || cancel_requested_) co_return std::nullopt;
 
+  // Only a loop on the default provider falls back: one pinned to another
+  // (a local model for private code) keeps to it.
+  const std::vector<std::string> no_fallback;
+  const std::vector<std::string>& fallback = spec_.provider == services.settings.llm.provider
+                                                 ? services.settings.llm.fallback
+                                                 : no_fallback;
   json failed = json::array();
-  for (const std::string& name : services.settings.llm.fallback) {
+  for (const std::string& name : fallback) {
     if (turn || !llm::worth_another_provider(turn.error())) break;
     if (name == spec_.provider || name == asking) continue;
     auto next = services.provider(name);
@@ -831,16 +853,32 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
                    next.error().message);
       continue;
     }
-    failed.push_back({{"provider", asking}, {"error", turn.error().message}});
     const config::ProviderSettings& next_settings = services.settings.providers.at(name);
+    llm::ModelRequest again = request;
+    again.model = next_settings.model;
+    again.max_tokens = std::min(request.max_tokens, next_settings.max_tokens);
+    // The budgets, judged again at the fallback's price: a pricier model may
+    // not fit what the loop's own did, and one without a price cannot be
+    // counted against a usd budget at all.
+    if (price_of(again.model) == nullptr && usd_budget_applies()) {
+      spdlog::warn(
+          "loop {}: fallback provider {} not asked: its model {} has no [prices] entry "
+          "and a usd budget applies",
+          spec_.id, name, again.model);
+      continue;
+    }
+    if (const std::string why =
+            worst_budget_for_call(again, definitions_bytes(again.tools), false, &again.model);
+        !why.empty()) {
+      spdlog::warn("loop {}: fallback provider {} not asked: {}", spec_.id, name, why);
+      break;
+    }
+    failed.push_back({{"provider", asking}, {"error", turn.error().message}});
     spdlog::warn("loop {}: provider {} failed ({}); asking {} instead", spec_.id, asking,
                  turn.error().message, name);
     services.publish(
         "provider.fallback",
         {{"loop_id", spec_.id}, {"from", asking}, {"to", name}, {"reason", turn.error().message}});
-    llm::ModelRequest again = request;
-    again.model = next_settings.model;
-    again.max_tokens = std::min(request.max_tokens, next_settings.max_tokens);
     asking = name;
     auto next_slot =
         co_await engine_.provider_slots().acquire(name, next_settings.max_in_flight, abandoned_);
@@ -893,7 +931,6 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
       offered_tools(spec_.tools, services.tools, services.settings,
                     loop_commands(spec_, services.settings), spec_.validate));
   std::vector<llm::ToolDefinition> tools;
-  std::size_t tools_bytes = 0;  // for the estimates of the input
   for (const json& definition : definitions) {
     tools.push_back({definition.value("name", ""), definition.value("description", ""),
                      definition.value("input_schema", json::object())});
@@ -903,9 +940,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
           spec->command,
           loop_command_of(*spec, loop_commands(spec_, services.settings), spec_.validate));
     }
-    tools_bytes += tools.back().name.size() + tools.back().description.size() +
-                   tools.back().input_schema.dump().size();
   }
+  const std::size_t tools_bytes = definitions_bytes(tools);  // for the estimates of the input
   ContextBudget context((*provider)->context_window(), services.settings.context.handoff_percent,
                         provider_settings.max_tokens);
   const auto& turn_limit = spec_.budget.turns_per_iteration;

@@ -109,8 +109,10 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   // stopped or cancelled meanwhile. When the provider still fails after its
   // retries in a way another provider may not ([llm] fallback,
   // llm::worth_another_provider), the same turn is asked of each fallback in
-  // order, with its own model and slot; answered_by_ then names the one that
-  // answered and those that failed first.
+  // order, with its own model and slot, when the budgets still allow that
+  // model's worst case — only for a loop on [llm] provider, not one pinned
+  // to another; answered_by_ then names the one that answered and those that
+  // failed first.
   asio::awaitable<std::optional<Result<llm::ModelTurn>>> ask_model(
       llm::Provider& provider, const config::ProviderSettings& provider_settings,
       const llm::ModelRequest& request);
@@ -175,8 +177,11 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void tick_wall_clock();
   // The budget the next call could overrun ("" when it fits); `tools_bytes`:
   // the size of the tool definitions, computed once per model phase.
+  // `model`: price the call as that model's (a fallback's); else the loop's.
   std::string worst_budget_for_call(const llm::ModelRequest& request, std::size_t tools_bytes,
-                                    bool count_turns) const;
+                                    bool count_turns, const std::string* model = nullptr) const;
+  // Whether a usd limit (the loop's, the plan's or the global one) applies.
+  bool usd_budget_applies() const;
   void clear_messages();
   void add_message(llm::Message message);  // keeps messages_bytes_
   const config::ModelPrice* price() const;

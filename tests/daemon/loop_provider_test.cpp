@@ -391,7 +391,9 @@ INSTANTIATE_TEST_SUITE_P(KeySources, LoopKeyLeak, ::testing::Values("key_file", 
 // [llm] fallback (issue 27): "anth" (Anthropic's format at `anthropic`, the
 // loops' provider) falls back to "local" (OpenAI-compatible at `local`,
 // which is given the fixing calls' completions).
-std::string anthropic_then_local(const ScriptedHttpServer& anthropic, ScriptedHttpServer& local) {
+std::string anthropic_then_local(
+    const ScriptedHttpServer& anthropic, ScriptedHttpServer& local,
+    const std::string& llm_table = "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n") {
   for (const Call& call : fixing_calls()) {
     local.push(ScriptedReply::json(200, openai_completion(call).dump()));
   }
@@ -399,8 +401,15 @@ std::string anthropic_then_local(const ScriptedHttpServer& anthropic, ScriptedHt
   return provider_toml("anth", "anthropic", anthropic.base_url(),
                        "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n") +
          "[providers.local]\nkind = \"openai\"\nbase_url = \"" + local.base_url() +
-         "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n"
-         "[llm]\nprovider = \"anth\"\nfallback = [\"local\"]\n";
+         "/v1\"\nmodel = \"local-model\"\napi_key_env = \"\"\nstream = false\n" + llm_table;
+}
+
+ScriptedHttpServer::Responder storm_of_529s() {
+  return [](const RecordedRequest&) {
+    return ScriptedReply::json(
+        529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+        {{"retry-after", "0"}});
+  };
 }
 
 // [llm] fallback (issue 27): an Anthropic server that answers every request
@@ -409,11 +418,7 @@ std::string anthropic_then_local(const ScriptedHttpServer& anthropic, ScriptedHt
 // is priced by the model that answered it, and the journal and the events
 // say who answered and who failed first.
 TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsModel) {
-  ScriptedHttpServer storm([](const RecordedRequest&) {
-    return ScriptedReply::json(
-        529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
-        {{"retry-after", "0"}});
-  });
+  ScriptedHttpServer storm(storm_of_529s());
   ScriptedHttpServer local;
   DaemonOptions options;
   options.extra_toml =
@@ -452,6 +457,40 @@ TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsM
     ++answered;
   }
   EXPECT_EQ(answered, 3) << steps.dump(1);
+}
+
+// A fallback whose model has no price cannot be counted against a usd
+// budget, so it is not asked; and a loop pinned to a provider other than
+// [llm] provider keeps to it. Either way the storm fails the loop and the
+// fallback server hears nothing.
+TEST(LoopProviders, AFallbackIsNotAskedWhenAUsdBudgetCannotPriceItOrTheLoopIsPinned) {
+  for (const bool pinned : {false, true}) {
+    ScriptedHttpServer storm(storm_of_529s());
+    ScriptedHttpServer local;
+    DaemonOptions options;
+    options.extra_toml =
+        pinned ? anthropic_then_local(storm, local,
+                                      "[llm]\nprovider = \"local\"\nfallback = [\"local\"]\n")
+               : anthropic_then_local(storm, local);
+    DaemonHarness daemon(options);
+    make_repo(daemon.worktree());
+    daemon.start();
+    LoopWatch watch(daemon);
+    json params = {{"type", "code"},
+                   {"task", "fix the typo in greeting.txt"},
+                   {"repo", daemon.worktree()},
+                   {"provider", "anth"},
+                   {"validate", kValidate}};
+    if (!pinned) params["budget"] = {{"usd", 1.0}};
+    const json created = daemon.call("loop.create", params);
+    ASSERT_TRUE(created.contains("loop")) << created.dump();
+    const json done = watch.wait_final(created["loop"]["id"]);
+    EXPECT_EQ(done["status"], "failed") << done.dump(2);
+    EXPECT_TRUE(local.requests().empty()) << (pinned ? "pinned" : "unpriced under a usd budget");
+    if (!pinned) {
+      EXPECT_THAT(daemon.log(), HasSubstr("has no [prices] entry"));
+    }
+  }
 }
 
 // A refused request (400) is the loop's own problem: no fallback is asked,
