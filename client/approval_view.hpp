@@ -16,4 +16,9 @@ namespace loopr::client {
 // approval.list and approval.requested describe it.
 std::string why_it_waits(const nlohmann::json& approval);
 
+// "waiting for your approval: TOOL (ID) — looprctl approve ID, or looprctl
+// deny ID": the line a person following a loop or a plan sees for an
+// approval.requested event.
+std::string waiting_for_approval_line(const nlohmann::json& approval);
+
 }  // namespace loopr::client

@@ -109,14 +109,12 @@ int run_loop_run(const CommandContext& context, const LoopRunOptions& options) {
     return options.detach ? context.fail(error) : context.fail_outcome(error);
   };
   if (blank(options.task)) {
-    return fail(
-        make_error(failure::usage, "the task is empty",
-                   "say what the loop should do, e.g. looprctl loop run --repo . "
-                   "\"make the tests pass\""));
+    return fail(make_error(failure::usage, "the task is empty",
+                           "say what the loop should do, e.g. looprctl loop run --repo . "
+                           "\"make the tests pass\""));
   }
   if (options.budget_usd && !(std::isfinite(*options.budget_usd) && *options.budget_usd > 0)) {
-    return fail(
-        make_error(failure::usage, "--budget-usd must be a positive number"));
+    return fail(make_error(failure::usage, "--budget-usd must be a positive number"));
   }
   auto repo = absolute_folder(options.repo, "the repository", "--repo");
   if (!repo) return fail(repo.error());

@@ -7,6 +7,7 @@
 #include <functional>
 #include <ostream>
 
+#include "client/approval_view.hpp"
 #include "client/failure.hpp"
 #include "client/loop_tree.hpp"
 #include "client/loop_view.hpp"
@@ -240,10 +241,7 @@ std::optional<std::string> LoopPrinter::event(const proto::Event& event) {
       print_tool_finished(data);
     } else if (event.event == "approval.requested") {
       end_line();
-      const std::string id = string_of(data, "id");
-      out_ << "waiting for your approval: " << printable(string_of(data, "tool")) << " ("
-           << printable(id) << ") \xe2\x80\x94 looprctl approve " << shell_word(id)
-           << ", or looprctl deny " << shell_word(id) << '\n';
+      out_ << waiting_for_approval_line(data) << '\n';
     } else if (event.event == "tool.queued") {
       end_line();
       out_ << "waiting: " << printable(string_of(data, "tool"))
@@ -369,16 +367,22 @@ std::optional<std::string> PlanTreePrinter::event(const proto::Event& event) {
   } else if (event.event.rfind("plan.", 0) == 0) {
     loop = &member(data, "plan");
   }
-  const bool ours =
-      loop != nullptr ? is_ours(*loop) : merge && is_our_id(string_of(data, "loop_id"));
+  const bool approval = event.event == "approval.requested";
+  const bool ours = loop != nullptr ? is_ours(*loop)
+                                    : (merge || approval) && is_our_id(string_of(data, "loop_id"));
   if (!ours) return std::nullopt;
 
   std::optional<std::string> stop;
+  // A call of one of the plan's loops waits for a person: a headless run
+  // stops here.
+  if (approval && stop_at_approvals_) stop = kCallAwaitsApproval;
   if (json_) {
     out_ << compact_json(proto::to_json(event)) << '\n';
     if (loop != nullptr) stop = loop_seen(*loop, false);
   } else if (loop != nullptr) {
     stop = loop_seen(*loop, true);
+  } else if (approval) {
+    out_ << waiting_for_approval_line(data) << '\n';
   } else if (event.event == "loop.merged") {
     out_ << cell(data, "loop_id") << " merged into " << cell(data, "into") << " at "
          << short_commit(member(data, "commit")) << '\n';

@@ -151,6 +151,9 @@ class PlanTreePrinter {
   const std::string& plan_id() const { return plan_id_; }
   // A loop as the caller has already shown it: no line until it changes.
   void known(const nlohmann::json& loop);
+  // Stop following (status kCallAwaitsApproval) at the first approval a
+  // call of the plan's loops waits for: a headless run cannot answer it.
+  void stop_at_approvals() { stop_at_approvals_ = true; }
   // One pushed event. Returns the plan's status once it stops following.
   std::optional<std::string> event(const proto::Event& event);
   // A plan.get result: lines for the changes no event reported (human
@@ -172,10 +175,11 @@ class PlanTreePrinter {
   bool json_;
   std::ostream& out_;
   std::map<std::string, std::string> seen_;  // id -> status and queue_reason last shown
+  bool stop_at_approvals_ = false;
 };
 
 // Reads events from `client` (subscribed to loop.updated, loop.merged,
-// loop.merge_conflict and plan, without loop_id) until the plan stops
+// loop.merge_conflict, plan and approval, without loop_id) until the plan stops
 // (PlanTreePrinter::stops_at); asks plan.get when the events were quiet or
 // some were dropped. Returns the plan's status.
 Result<std::string> follow_plan(ControlClient& client, PlanTreePrinter& printer,

@@ -111,14 +111,12 @@ int run_plan_create(const CommandContext& context, const PlanCreateOptions& opti
     return options.follow ? context.fail_outcome(error) : context.fail(error);
   };
   if (blank(options.description)) {
-    return fail(
-        make_error(failure::usage, "the description is empty",
-                   "say what the plan should achieve, e.g. looprctl plan --repo . "
-                   "\"add a --verbose flag to every command\""));
+    return fail(make_error(failure::usage, "the description is empty",
+                           "say what the plan should achieve, e.g. looprctl plan --repo . "
+                           "\"add a --verbose flag to every command\""));
   }
   if (options.budget_usd && !(std::isfinite(*options.budget_usd) && *options.budget_usd > 0)) {
-    return fail(
-        make_error(failure::usage, "--budget-usd must be a positive number"));
+    return fail(make_error(failure::usage, "--budget-usd must be a positive number"));
   }
   auto repo = absolute_folder(options.repo, "the repository", "--repo");
   if (!repo) return fail(repo.error());
@@ -220,7 +218,8 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
   // Subscribed before the approval, so the first children's events are seen.
   if (follow) {
     auto subscribed = subscribe_events(
-        *client, {"loop.updated", "loop.merged", "loop.merge_conflict", "plan"}, std::nullopt);
+        *client, {"loop.updated", "loop.merged", "loop.merge_conflict", "plan", "approval"},
+        std::nullopt);
     if (!subscribed) return fail(subscribed.error());
   }
   auto result = client->call<proto::methods::PlanApprove>({id});
@@ -244,6 +243,7 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
   std::string status = loop_status(*plan);
   PlanTreePrinter printer(id, context.json, context.out);
   printer.known(*plan);
+  if (context.json) printer.stop_at_approvals();
   if (!PlanTreePrinter::stops_at(status)) {
     DetachOnInterrupt detach(
         "stopped following; the plan goes on \xe2\x80\x94 see it with: "
@@ -258,6 +258,12 @@ int run_plan_approve(const CommandContext& context, const std::string& id, bool 
   if (!got) return fail(got.error());
   auto final_plan = object_in(*got, "plan", "plan.get");
   if (!final_plan) return fail(final_plan.error());
+  if (status == kCallAwaitsApproval) {
+    context.out << compact_json(*got) << '\n';
+    context.err << "looprctl: a call of plan " << printable(id)
+                << " waits for an approval and goes on waiting: see looprctl approvals\n";
+    return outcome_exit_status(status);
+  }
   if (!loop_status(*final_plan).empty()) status = loop_status(*final_plan);
   if (context.json) {
     context.out << compact_json(*got) << '\n';

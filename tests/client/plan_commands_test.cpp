@@ -419,7 +419,8 @@ TEST_F(PlanCommandsTest, ApproveFollowPrintsEveryChangeOfThePlansTreeUntilItComp
   ASSERT_EQ(requests.size(), 4u);
   EXPECT_EQ(requests[1].method, "events.subscribe");
   EXPECT_EQ(requests[1].params,
-            (json{{"topics", {"loop.updated", "loop.merged", "loop.merge_conflict", "plan"}}}));
+            (json{{"topics",
+                   {"loop.updated", "loop.merged", "loop.merge_conflict", "plan", "approval"}}}));
   EXPECT_EQ(requests[2].method, "plan.approve");
   EXPECT_EQ(requests[3].method, "plan.get");
   const std::vector<std::string> expected = {
@@ -485,6 +486,35 @@ TEST_F(PlanCommandsTest, ApprovePlanPassesTheGateAndExitsWithThePlansOutcome) {
   }
   const CtlRun refused = ctl({"plan", "--repo", "/src/app", "--approve-plan", "--no-follow", "x"});
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
+}
+
+// A headless run cannot answer an approval one of the plan's loops waits
+// for: it stops there and exits 7; a person following is told how to answer
+// it and follows on. Another plan's approval changes nothing.
+TEST_F(PlanCommandsTest, ApproveFollowStopsHeadlessAtAnApprovalOfAnyLoopOfThePlan) {
+  fake_.on("plan.approve", [](const proto::Request& request) {
+    FakeReply reply =
+        FakeReply::result(request, {{"plan", a_plan_loop("p1", "plan", "waiting", "")}});
+    reply
+        .event("approval.requested",
+               {{"id", "a-8"}, {"tool", "run_command"}, {"loop_id", "p2-s1-ph1-c1"}})
+        .event("approval.requested",
+               {{"id", "a-9"}, {"tool", "run_command"}, {"loop_id", "p1-s1-ph1-c1"}})
+        .event("loop.updated", {{"loop", a_plan_loop("p1", "plan", "completed", "")}});
+    return reply;
+  });
+  fake_.answer("plan.get", a_plan_get("waiting"));
+  const CtlRun headless = ctl({"--json", "plan", "approve", "p1", "--follow"});
+  EXPECT_EQ(headless.exit_code, 7) << headless.out << headless.err;
+  EXPECT_TRUE(contains(headless.out, "\"a-9\"")) << headless.out;
+  EXPECT_FALSE(contains(headless.out, "loop.updated")) << "it stopped at the approval";
+  EXPECT_TRUE(contains(headless.err, "waits for an approval")) << headless.err;
+
+  fake_.answer("plan.get", a_plan_get("completed"));
+  const CtlRun person = ctl({"plan", "approve", "p1", "--follow"});
+  EXPECT_EQ(person.exit_code, 0) << person.out << person.err;
+  EXPECT_TRUE(contains(person.out, "waiting for your approval: run_command (a-9)")) << person.out;
+  EXPECT_FALSE(contains(person.out, "a-8")) << person.out;
 }
 
 TEST_F(PlanCommandsTest, ApproveFollowWithJsonPrintsThePlansEventsAsJsonLines) {
