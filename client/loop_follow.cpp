@@ -18,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t kValidationTail = 15;
 constexpr std::size_t kReasonWidth = 200;
 constexpr std::size_t kFilesShown = 10;
 

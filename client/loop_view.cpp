@@ -34,7 +34,6 @@ constexpr std::size_t kTaskWidth = 50;
 constexpr std::size_t kArgumentsWidth = 160;
 constexpr std::size_t kResultLineWidth = 160;
 constexpr std::size_t kResultLines = 3;
-constexpr std::size_t kValidationTail = 15;
 constexpr std::size_t kShowOutputLines = 200;
 
 std::string fixed(double value, int decimals) {

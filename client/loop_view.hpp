@@ -83,6 +83,9 @@ std::string diff_command(const nlohmann::json& loop);
 // "LABEL: no limits".
 void print_budget(const nlohmann::json& budget, std::string_view label, std::ostream& out);
 
+// How many of a failed validation's last output lines the views show.
+inline constexpr std::size_t kValidationTail = 15;
+
 // "validation passed (exit 0, 1.2 s)" or "validation failed (exit 1, 3 s)",
 // then, for a failure, the output's last `tail` lines indented with "  | ".
 void print_validation(const nlohmann::json& validation, std::size_t tail, std::ostream& out);

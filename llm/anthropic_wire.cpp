@@ -93,7 +93,7 @@ json message_json(const Message& message) {
   return {{"role", to_string(message.role)}, {"content", std::move(content)}};
 }
 
-Usage usage_from(const json& usage) {
+Usage anthropic_usage(const json& usage) {
   Usage out;
   out.input_tokens = wire::count_member(usage, "input_tokens");
   out.output_tokens = wire::count_member(usage, "output_tokens");
@@ -107,13 +107,13 @@ StopReason stop_reason_from(const std::string& text, bool has_tool_calls) {
   return parse_stop_reason(text);
 }
 
-Error protocol_error(std::string message) {
+Error anthropic_protocol_error(std::string message) {
   return make_error(errc::provider_protocol, "anthropic: " + std::move(message),
                     "check that base_url points at an Anthropic Messages API endpoint");
 }
 
 // {"type": "error", "error": {"type", "message"}} → "type: message".
-std::string error_words(const json& body) {
+std::string anthropic_error_words(const json& body) {
   const json* error = nullptr;
   if (body.is_object()) {
     auto it = body.find("error");
@@ -131,7 +131,7 @@ std::string error_words(const json& body) {
 // for the context window: "prompt is too long: N tokens > M maximum", "input
 // length and `max_tokens` exceed context limit: N + K > M, ...", or the
 // request_too_large type (HTTP 413). `status` 0: an event inside a stream.
-std::optional<Error> overflow_from(const json& body, long status) {
+std::optional<Error> anthropic_overflow(const json& body, long status) {
   std::string type;
   std::string message;
   if (body.is_object()) {
@@ -151,20 +151,20 @@ std::optional<Error> overflow_from(const json& body, long status) {
   } else if (type != "request_too_large" && status != 413) {
     return std::nullopt;
   }
-  return wire::context_overflow_error("anthropic", error_words(body), prompt_tokens, window,
-                                      status);
+  return wire::context_overflow_error("anthropic", anthropic_error_words(body), prompt_tokens,
+                                      window, status);
 }
 
 // An error event inside a stream: retrying helps when the provider says it
 // is overloaded or failed internally.
 Error stream_error(const json& body) {
-  if (auto overflow = overflow_from(body, 0)) return std::move(*overflow);
+  if (auto overflow = anthropic_overflow(body, 0)) return std::move(*overflow);
   std::string type;
   if (body.contains("error") && body["error"].is_object()) {
     type = wire::string_member(body["error"], "type");
   }
   bool retryable = type == "overloaded_error" || type == "api_error" || type == "rate_limit_error";
-  std::string words = error_words(body);
+  std::string words = anthropic_error_words(body);
   Error error = make_error(retryable ? errc::provider_unavailable : errc::provider_request,
                            "anthropic stream error: " + (words.empty() ? "unknown" : words));
   error.details = {{"error_type", type}};
@@ -179,14 +179,15 @@ class AnthropicStream : public StreamAccumulator {
     if (!parsed) return std::move(parsed).error();
     const json& data = *parsed;
     if (!data.is_object())
-      return protocol_error("stream event '" + event.type + "' is not an object");
+      return anthropic_protocol_error("stream event '" + event.type + "' is not an object");
     std::string type = wire::string_member(data, "type");
     if (type.empty()) type = event.type;
 
     if (type == "message_start") {
       const json& message = data.contains("message") ? data["message"] : json::object();
       turn_.model = wire::string_member(message, "model");
-      if (message.is_object() && message.contains("usage")) usage_ = usage_from(message["usage"]);
+      if (message.is_object() && message.contains("usage"))
+        usage_ = anthropic_usage(message["usage"]);
     } else if (type == "content_block_start") {
       const json& block = data.contains("content_block") ? data["content_block"] : json::object();
       Block& b = blocks_[index_of(data)];
@@ -219,7 +220,7 @@ class AnthropicStream : public StreamAccumulator {
       // message_delta's usage is cumulative: a count it carries replaces ours.
       if (data.contains("usage") && data["usage"].is_object()) {
         const json& usage = data["usage"];
-        Usage update = usage_from(usage);
+        Usage update = anthropic_usage(usage);
         if (usage.contains("input_tokens")) usage_.input_tokens = update.input_tokens;
         if (usage.contains("output_tokens")) usage_.output_tokens = update.output_tokens;
         if (usage.contains("cache_read_input_tokens")) {
@@ -335,11 +336,11 @@ Result<ModelTurn> AnthropicWire::parse_response(std::string_view body) const {
   auto parsed = wire::parse_json(body, "anthropic response");
   if (!parsed) return std::move(parsed).error();
   const json& data = *parsed;
-  if (!data.is_object()) return protocol_error("the response is not a JSON object");
+  if (!data.is_object()) return anthropic_protocol_error("the response is not a JSON object");
   if (wire::string_member(data, "type") == "error") return stream_error(data);
   auto content = data.find("content");
   if (content == data.end() || !content->is_array()) {
-    return protocol_error("the response has no \"content\" array");
+    return anthropic_protocol_error("the response has no \"content\" array");
   }
   ModelTurn turn;
   turn.model = wire::string_member(data, "model");
@@ -358,7 +359,7 @@ Result<ModelTurn> AnthropicWire::parse_response(std::string_view body) const {
   }
   turn.stop_reason =
       stop_reason_from(wire::string_member(data, "stop_reason"), !turn.tool_calls.empty());
-  if (data.contains("usage")) turn.usage = usage_from(data["usage"]);
+  if (data.contains("usage")) turn.usage = anthropic_usage(data["usage"]);
   return turn;
 }
 
@@ -369,12 +370,12 @@ std::unique_ptr<StreamAccumulator> AnthropicWire::start_stream() const {
 std::string AnthropicWire::error_message(std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
   if (!data) return {};
-  return error_words(*data);
+  return anthropic_error_words(*data);
 }
 
 std::optional<Error> AnthropicWire::context_overflow(long status, std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
-  return overflow_from(data ? *data : json(), status);
+  return anthropic_overflow(data ? *data : json(), status);
 }
 
 }  // namespace loopr::llm

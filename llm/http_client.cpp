@@ -84,21 +84,21 @@ bool is_token(std::string_view text) {
 std::optional<Error> validate(const HttpRequest& request) {
   const std::string scheme = ascii_lower(request.url.substr(0, request.url.find("://") + 3));
   if (scheme != "http://" && scheme != "https://") {
-    return make_error(errc::invalid_arguments, "the request URL is not http:// or https://",
+    return make_error(loopr::errc::invalid_arguments, "the request URL is not http:// or https://",
                       "check the provider's base URL");
   }
   if (!is_token(request.method)) {
-    return make_error(errc::invalid_arguments, "the request method is not an HTTP token");
+    return make_error(loopr::errc::invalid_arguments, "the request method is not an HTTP token");
   }
   for (std::size_t i = 0; i < request.headers.size(); ++i) {
     const auto& [name, value] = request.headers[i];
     if (!is_token(name)) {
-      return make_error(errc::invalid_arguments,
+      return make_error(loopr::errc::invalid_arguments,
                         "request header #" + std::to_string(i + 1) + " has an invalid name");
     }
     if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
       return make_error(
-          errc::invalid_arguments,
+          loopr::errc::invalid_arguments,
           "the value of request header '" + name + "' holds a line break or NUL (value not shown)",
           "remove line breaks from the configured value");
     }
@@ -145,7 +145,7 @@ class ExchangeImpl final : public HttpExchange {
       co_return taken;
     }
     if (auto* error = std::get_if<Error>(&front)) co_return *error;
-    co_return make_error(errc::internal, "head() was already called for this HTTP exchange");
+    co_return make_error(loopr::errc::internal, "head() was already called for this HTTP exchange");
   }
 
   asio::awaitable<Result<std::optional<std::string>>> next_chunk() override {
@@ -299,7 +299,7 @@ std::size_t on_body(char* bytes, std::size_t size, std::size_t count, void* data
   if (length == 0) return 0;
   if (length > transfer->request.max_response_bytes - transfer->body_bytes) {
     transfer->failure =
-        make_error(errc::too_large,
+        make_error(loopr::errc::too_large,
                    "the response body is larger than " +
                        std::to_string(transfer->request.max_response_bytes) + " bytes",
                    "ask for a shorter answer (max_tokens) or raise the response cap");
@@ -405,7 +405,7 @@ void HttpClient::Worker::begin(std::unique_ptr<Transfer> transfer) {
   }
   if (const CURLMcode code = curl_multi_add_handle(multi, transfer->easy); code != CURLM_OK) {
     transfer->post_last(make_error(
-        errc::internal, std::string("curl_multi_add_handle: ") + curl_multi_strerror(code)));
+        loopr::errc::internal, std::string("curl_multi_add_handle: ") + curl_multi_strerror(code)));
     return;
   }
   const std::uint64_t id = transfer->exchange->id();
@@ -414,7 +414,7 @@ void HttpClient::Worker::begin(std::unique_ptr<Transfer> transfer) {
 
 std::optional<Error> HttpClient::Worker::configure(Transfer& transfer) {
   transfer.easy = curl_easy_init();
-  if (transfer.easy == nullptr) return make_error(errc::internal, "curl_easy_init failed");
+  if (transfer.easy == nullptr) return make_error(loopr::errc::internal, "curl_easy_init failed");
   const HttpRequest& request = transfer.request;
   CURL* easy = transfer.easy;
   CURLcode code = CURLE_OK;
@@ -453,19 +453,19 @@ std::optional<Error> HttpClient::Worker::configure(Transfer& transfer) {
     // "Name:" would make curl drop the header; "Name;" sends it empty.
     const std::string line = value.empty() ? name + ";" : name + ": " + value;
     curl_slist* appended = curl_slist_append(transfer.headers, line.c_str());
-    if (appended == nullptr) return make_error(errc::internal, "curl_slist_append failed");
+    if (appended == nullptr) return make_error(loopr::errc::internal, "curl_slist_append failed");
     transfer.headers = appended;
   }
   if (!has_expect) {
     // No "Expect: 100-continue" round trip before a large body.
     curl_slist* appended = curl_slist_append(transfer.headers, "Expect:");
-    if (appended == nullptr) return make_error(errc::internal, "curl_slist_append failed");
+    if (appended == nullptr) return make_error(loopr::errc::internal, "curl_slist_append failed");
     transfer.headers = appended;
   }
   set(CURLOPT_HTTPHEADER, transfer.headers);
   if (code != CURLE_OK) {
-    return make_error(errc::internal, std::string("the HTTP request cannot be set up: ") +
-                                          curl_easy_strerror(code));
+    return make_error(loopr::errc::internal, std::string("the HTTP request cannot be set up: ") +
+                                                 curl_easy_strerror(code));
   }
   return std::nullopt;
 }
@@ -474,7 +474,7 @@ Item HttpClient::Worker::outcome(Transfer& transfer, CURLcode code) {
   if (transfer.failure) return std::move(*transfer.failure);
   if (code == CURLE_OK) {
     if (transfer.head_done) return End{};
-    return make_error(errc::protocol, "the HTTP response ended before its head");
+    return make_error(loopr::errc::protocol, "the HTTP response ended before its head");
   }
   // curl's own words (never a header value), or its generic text.
   const std::string words =
@@ -482,18 +482,18 @@ Item HttpClient::Worker::outcome(Transfer& transfer, CURLcode code) {
   Error error;
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT:
-      error = make_error(errc::timeout,
+      error = make_error(loopr::errc::timeout,
                          "connect timeout: no connection within " +
                              describe(transfer.request.connect_timeout) + " (" + words + ")",
                          "check the network and the provider's base URL, then retry");
       break;
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
-      error = make_error(errc::invalid_arguments, "the request URL cannot be used: " + words,
+      error = make_error(loopr::errc::invalid_arguments, "the request URL cannot be used: " + words,
                          "check the provider's base URL");
       break;
     default:
-      error = make_error(errc::io, "the HTTP request failed: " + words,
+      error = make_error(loopr::errc::io, "the HTTP request failed: " + words,
                          "a network or server problem; the request may be retried");
       break;
   }
@@ -521,12 +521,12 @@ void HttpClient::Worker::check_timeouts(Clock::time_point now) {
     if (!transfer->head_done && transfer->sent &&
         now - transfer->sent_at >= request.first_byte_timeout) {
       expired.emplace_back(
-          id, make_error(errc::timeout,
+          id, make_error(loopr::errc::timeout,
                          "first-byte timeout: no response head within " +
                              describe(request.first_byte_timeout) + " of sending the request",
                          "the provider is slow or overloaded; retry later"));
     } else if (transfer->head_done && now - transfer->last_byte_at >= request.idle_timeout) {
-      expired.emplace_back(id, make_error(errc::timeout,
+      expired.emplace_back(id, make_error(loopr::errc::timeout,
                                           "idle timeout: no response bytes for " +
                                               describe(request.idle_timeout) + " mid-stream",
                                           "the stream stalled; retry the request"));
@@ -595,9 +595,10 @@ std::shared_ptr<HttpExchange> HttpClient::start(HttpRequest request) {
       return exchange;
     }
   }
-  exchange->deliver(make_error(
-      errc::io, "too many HTTP requests are waiting (" + std::to_string(kMaxQueuedRequests) + ")",
-      "retry later"));
+  exchange->deliver(
+      make_error(loopr::errc::io,
+                 "too many HTTP requests are waiting (" + std::to_string(kMaxQueuedRequests) + ")",
+                 "retry later"));
   return exchange;
 }
 

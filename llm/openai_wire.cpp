@@ -25,7 +25,7 @@ StopReason finish_reason_from(const std::string& text, bool has_tool_calls) {
   return StopReason::other;
 }
 
-Usage usage_from(const json& usage) {
+Usage openai_usage(const json& usage) {
   Usage out;
   if (!usage.is_object()) return out;
   std::int64_t prompt = wire::count_member(usage, "prompt_tokens");
@@ -40,7 +40,7 @@ Usage usage_from(const json& usage) {
   return out;
 }
 
-Error protocol_error(std::string message) {
+Error openai_protocol_error(std::string message) {
   return make_error(errc::provider_protocol, "openai: " + std::move(message),
                     "check that base_url points at an OpenAI-compatible /v1 endpoint "
                     "(one that serves /chat/completions)");
@@ -48,7 +48,7 @@ Error protocol_error(std::string message) {
 
 // {"error": {"message", "type", "code"}} (OpenAI, llama.cpp, Ollama) or
 // {"object": "error", "message", "type"} (vLLM) → "type: message".
-std::string error_words(const json& body) {
+std::string openai_error_words(const json& body) {
   if (!body.is_object()) return {};
   const json* error = &body;
   if (auto it = body.find("error"); it != body.end()) {
@@ -91,7 +91,7 @@ std::int64_t prompt_tokens_in(const std::string& message) {
 // model's maximum context length is M tokens" (as {"error": {...}} or the
 // older {"object": "error", ...}), or HTTP 413. `status` 0: an event inside
 // a stream.
-std::optional<Error> overflow_from(const json& body, long status) {
+std::optional<Error> openai_overflow(const json& body, long status) {
   const json* error = &body;
   if (body.is_object()) {
     if (auto it = body.find("error"); it != body.end() && it->is_object()) error = &*it;
@@ -106,7 +106,8 @@ std::optional<Error> overflow_from(const json& body, long status) {
   if (prompt_tokens == 0) prompt_tokens = prompt_tokens_in(message);
   std::int64_t window = wire::count_member(*error, "n_ctx");
   if (window == 0) window = wire::number_after(message, "maximum context length is").value_or(0);
-  return wire::context_overflow_error("openai", error_words(body), prompt_tokens, window, status);
+  return wire::context_overflow_error("openai", openai_error_words(body), prompt_tokens, window,
+                                      status);
 }
 
 std::string made_up_id(std::size_t n) {
@@ -123,10 +124,10 @@ class OpenAiStream : public StreamAccumulator {
     auto parsed = wire::parse_json(event.data, "openai stream chunk");
     if (!parsed) return std::move(parsed).error();
     const json& chunk = *parsed;
-    if (!chunk.is_object()) return protocol_error("a stream chunk is not a JSON object");
+    if (!chunk.is_object()) return openai_protocol_error("a stream chunk is not a JSON object");
     if (auto it = chunk.find("error"); it != chunk.end() && !it->is_null()) {
-      if (auto overflow = overflow_from(chunk, 0)) return std::move(*overflow);
-      std::string words = error_words(chunk);
+      if (auto overflow = openai_overflow(chunk, 0)) return std::move(*overflow);
+      std::string words = openai_error_words(chunk);
       std::string type = it->is_object() ? wire::string_member(*it, "type") : std::string();
       bool refused = type == "invalid_request_error";
       return make_error(refused ? errc::provider_request : errc::provider_unavailable,
@@ -136,7 +137,7 @@ class OpenAiStream : public StreamAccumulator {
       model_ = std::move(model);
     }
     if (auto it = chunk.find("usage"); it != chunk.end() && it->is_object()) {
-      usage_ = usage_from(*it);
+      usage_ = openai_usage(*it);
     }
     auto choices = chunk.find("choices");
     if (choices == chunk.end() || !choices->is_array() || choices->empty()) return {};
@@ -286,19 +287,19 @@ Result<ModelTurn> OpenAiWire::parse_response(std::string_view body) const {
   auto parsed = wire::parse_json(body, "openai response");
   if (!parsed) return std::move(parsed).error();
   const json& data = *parsed;
-  if (!data.is_object()) return protocol_error("the response is not a JSON object");
+  if (!data.is_object()) return openai_protocol_error("the response is not a JSON object");
   if (auto it = data.find("error"); it != data.end() && !it->is_null()) {
-    if (auto overflow = overflow_from(data, 0)) return std::move(*overflow);
-    return make_error(errc::provider_unavailable, "openai error: " + error_words(data));
+    if (auto overflow = openai_overflow(data, 0)) return std::move(*overflow);
+    return make_error(errc::provider_unavailable, "openai error: " + openai_error_words(data));
   }
   auto choices = data.find("choices");
   if (choices == data.end() || !choices->is_array() || choices->empty()) {
-    return protocol_error("the response has no \"choices\"");
+    return openai_protocol_error("the response has no \"choices\"");
   }
   const json& choice = (*choices)[0];
   auto message = choice.find("message");
   if (message == choice.end() || !message->is_object()) {
-    return protocol_error("choices[0] has no \"message\" object");
+    return openai_protocol_error("choices[0] has no \"message\" object");
   }
   ModelTurn turn;
   turn.model = wire::string_member(data, "model");
@@ -320,7 +321,7 @@ Result<ModelTurn> OpenAiWire::parse_response(std::string_view body) const {
   }
   turn.stop_reason =
       finish_reason_from(wire::string_member(choice, "finish_reason"), !turn.tool_calls.empty());
-  if (auto usage = data.find("usage"); usage != data.end()) turn.usage = usage_from(*usage);
+  if (auto usage = data.find("usage"); usage != data.end()) turn.usage = openai_usage(*usage);
   return turn;
 }
 
@@ -331,12 +332,12 @@ std::unique_ptr<StreamAccumulator> OpenAiWire::start_stream() const {
 std::string OpenAiWire::error_message(std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
   if (!data) return {};
-  return error_words(*data);
+  return openai_error_words(*data);
 }
 
 std::optional<Error> OpenAiWire::context_overflow(long status, std::string_view body) const {
   auto data = proto::parse_json_bounded(body);
-  return overflow_from(data ? *data : json(), status);
+  return openai_overflow(data ? *data : json(), status);
 }
 
 }  // namespace loopr::llm

@@ -26,13 +26,13 @@ Result<void> SseParser::fail(std::string message) {
   line_.clear();
   data_.clear();
   type_.clear();
-  return make_error(errc::too_large, std::move(message),
+  return make_error(loopr::errc::too_large, std::move(message),
                     "the event stream is not what a provider sends; check the endpoint");
 }
 
 Result<void> SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
   if (failed_) {
-    return make_error(errc::too_large, "the event stream already exceeded a cap",
+    return make_error(loopr::errc::too_large, "the event stream already exceeded a cap",
                       "start a new request");
   }
   if (!started_) {

@@ -21,7 +21,7 @@ using Json = nlohmann::json;
 // Without a runner (tests, a manual run): the catalog's default cap.
 constexpr std::size_t kDefaultOutputCap = 500'000;
 // An HTTP error's page, quoted in the error message, is cut to this.
-constexpr std::size_t kErrorExcerptBytes = 600;
+constexpr std::size_t kFetchErrorExcerptBytes = 600;
 
 bool is_html(const std::string& media_type) {
   return media_type == "text/html" || media_type == "application/xhtml+xml";
@@ -123,7 +123,8 @@ Result<Json> web_fetch(const tool::Worktree& /*worktree*/, const Json& args) {
   }
 
   if (page->status >= 400) {
-    const std::string excerpt = content.substr(0, utf8_safe_prefix(content, kErrorExcerptBytes));
+    const std::string excerpt =
+        content.substr(0, utf8_safe_prefix(content, kFetchErrorExcerptBytes));
     Error error = make_error(errc::http_error,
                              page->url + " answered HTTP " + std::to_string(page->status) +
                                  (excerpt.empty() ? "" : ": " + excerpt),

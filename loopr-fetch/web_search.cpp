@@ -28,7 +28,7 @@ constexpr milliseconds kShortestTry{500};
 constexpr std::size_t kMaxAnswerBytes = 4u << 20;
 constexpr std::size_t kMaxQueryBytes = 1000;
 // A refusal's body, quoted in the error message, is cut to this.
-constexpr std::size_t kErrorExcerptBytes = 300;
+constexpr std::size_t kSearchErrorExcerptBytes = 300;
 
 struct SearchJob {
   SearchProvider provider;
@@ -127,7 +127,7 @@ std::string attempts_text(const Attempts& attempts) {
 // A provider's answer other than 2xx, as the error the model reads.
 Error refusal(const SearchProvider& provider, const FetchedPage& page, const Attempts& attempts) {
   std::string excerpt = to_lossy_utf8(page.body);
-  excerpt.resize(utf8_safe_prefix(excerpt, kErrorExcerptBytes));
+  excerpt.resize(utf8_safe_prefix(excerpt, kSearchErrorExcerptBytes));
   const std::string what = "web_search: the " + provider.kind + " search provider answered HTTP " +
                            std::to_string(page.status) + attempts_text(attempts) +
                            (excerpt.empty() ? "" : ": " + excerpt);

@@ -264,7 +264,7 @@ std::string_view trailing_space(std::string_view line) {
 }
 
 // Text for a message: cut to 60 bytes, whitespace visible, valid UTF-8.
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
   constexpr std::size_t kShown = 60;
   std::string cut(text.substr(0, utf8_safe_prefix(text, kShown)));
   std::string out = "«" + to_lossy_utf8(show_whitespace(cut));
@@ -365,10 +365,11 @@ std::string describe_content_difference(std::string_view found, std::string_view
                                 std::string(tail);
   const std::string where = "line " + std::to_string(line_number) + ": ";
   if (in_file.empty())
-    return where + "old_string has " + quoted(in_wanted) + " which the file does not";
+    return where + "old_string has " + in_quotes(in_wanted) + " which the file does not";
   if (in_wanted.empty())
-    return where + "the file has " + quoted(in_file) + " which old_string lacks";
-  return where + "the file has " + quoted(in_file) + " where old_string has " + quoted(in_wanted);
+    return where + "the file has " + in_quotes(in_file) + " which old_string lacks";
+  return where + "the file has " + in_quotes(in_file) + " where old_string has " +
+         in_quotes(in_wanted);
 }
 
 std::string describe_whitespace_difference(std::string_view found, std::string_view wanted,
@@ -386,8 +387,8 @@ std::string describe_whitespace_difference(std::string_view found, std::string_v
     return line + " ends with " + describe_whitespace(tail_f) + " in the file, " +
            describe_whitespace(tail_w) + " in old_string";
   }
-  return "the spacing inside " + line + " differs: the file has " + quoted(found) +
-         ", old_string " + quoted(wanted);
+  return "the spacing inside " + line + " differs: the file has " + in_quotes(found) +
+         ", old_string " + in_quotes(wanted);
 }
 
 // Strips read_file's "%6d|" prefix from `line`; nullopt if it has none.

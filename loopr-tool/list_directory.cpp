@@ -31,8 +31,8 @@ struct Entry {
   bool is_symlink;
 };
 
-struct Walk {
-  Walk(int depth_limit, bool descend, bool gitignore)
+struct ListingWalk {
+  ListingWalk(int depth_limit, bool descend, bool gitignore)
       : max_depth(depth_limit), recursive(descend), honour_gitignore(gitignore) {}
 
   int max_depth;
@@ -101,7 +101,7 @@ Result<Json> list_directory(const Worktree& worktree, const Json& raw) {
   auto dir = worktree.open(*rel, O_RDONLY | O_DIRECTORY);
   if (!dir) return std::move(dir).error();
 
-  Walk walk(static_cast<int>(*max_depth), *recursive, !*include_ignored);
+  ListingWalk walk(static_cast<int>(*max_depth), *recursive, !*include_ignored);
   walk.visit(dir->get(), *rel, 1,
              walk.honour_gitignore ? IgnoreScope::for_walk_of(worktree.root_fd(), *rel)
                                    : IgnoreScope::empty());

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "common/ascii_text.hpp"
+#include "common/json_text.hpp"
+#include "loops/method_errors.hpp"
 
 namespace loopr::loops {
 
@@ -23,10 +25,6 @@ constexpr const char* kNameRule =
     "a name is 1 to 40 characters of a-z, 0-9 and -, starting with a letter or digit, "
     "without \"--\"";
 constexpr const char* kNameHint = "use a short lowercase name such as 'auth-tokens'";
-
-Error invalid(std::string message, std::string hint) {
-  return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
-}
 
 std::string in_quotes(std::string_view text) {
   return "'" + std::string(text) + "'";
@@ -325,14 +323,6 @@ Result<json> check_phase(const json& args) {
 
 // --- Markdown ----------------------------------------------------------------
 
-// The string at `object[field]`, or "" when it is missing or not a string.
-std::string field_text(const json& object, const char* field) {
-  if (!object.is_object()) return {};
-  auto it = object.find(field);
-  if (it == object.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
-
 const json& field_array(const json& object, const char* field) {
   static const json kEmpty = json::array();
   if (!object.is_object()) return kEmpty;
@@ -382,7 +372,7 @@ std::string indented(const std::string& text, std::string_view indent) {
 std::string heading(std::string_view kind, std::string_view loop_id, const json& artifact) {
   std::string line = "# " + std::string(kind);
   if (!loop_id.empty()) line += " " + std::string(loop_id);
-  return line + ": " + one_line(field_text(artifact, "title")) + "\n\n";
+  return line + ": " + one_line(text_member(artifact, "title")) + "\n\n";
 }
 
 std::string paragraph(const std::string& text) {
@@ -391,13 +381,13 @@ std::string paragraph(const std::string& text) {
 
 std::string render_plan(const json& plan, std::string_view loop_id) {
   std::string out = heading("Plan", loop_id, plan);
-  out += paragraph(field_text(plan, "overview"));
+  out += paragraph(text_member(plan, "overview"));
   out += "## Specs\n\n";
   std::size_t number = 0;
   for (const json& spec : field_array(plan, "specs")) {
-    out += "### " + std::to_string(++number) + ". " + code_span(field_text(spec, "name")) + ": " +
-           one_line(field_text(spec, "title")) + "\n\n";
-    out += paragraph(field_text(spec, "description"));
+    out += "### " + std::to_string(++number) + ". " + code_span(text_member(spec, "name")) + ": " +
+           one_line(text_member(spec, "title")) + "\n\n";
+    out += paragraph(text_member(spec, "description"));
     std::string depends;
     for (const json& dependency : field_array(spec, "dependencies")) {
       if (!dependency.is_string()) continue;
@@ -410,15 +400,15 @@ std::string render_plan(const json& plan, std::string_view loop_id) {
 
 std::string render_spec(const json& spec, std::string_view loop_id) {
   std::string out = heading("Spec", loop_id, spec);
-  out += "Name: " + code_span(field_text(spec, "name")) + "\n\n";
-  out += paragraph(field_text(spec, "overview"));
+  out += "Name: " + code_span(text_member(spec, "name")) + "\n\n";
+  out += paragraph(text_member(spec, "overview"));
   out += "## Phases\n\n";
   std::size_t number = 0;
   for (const json& phase : field_array(spec, "phases")) {
-    out += "### " + std::to_string(++number) + ". " + code_span(field_text(phase, "name")) + ": " +
-           one_line(field_text(phase, "title")) + "\n\n";
-    out += paragraph(field_text(phase, "description"));
-    const std::string validation = field_text(phase, "validation");
+    out += "### " + std::to_string(++number) + ". " + code_span(text_member(phase, "name")) + ": " +
+           one_line(text_member(phase, "title")) + "\n\n";
+    out += paragraph(text_member(phase, "description"));
+    const std::string validation = text_member(phase, "validation");
     if (!validation.empty()) out += "Validation: " + validation + "\n\n";
   }
   return out;
@@ -426,20 +416,20 @@ std::string render_spec(const json& spec, std::string_view loop_id) {
 
 std::string render_phase(const json& phase, std::string_view loop_id) {
   std::string out = heading("Phase", loop_id, phase);
-  out += "Name: " + code_span(field_text(phase, "name")) + "\n\n";
-  out += "## Objective\n\n" + paragraph(field_text(phase, "objective"));
+  out += "Name: " + code_span(text_member(phase, "name")) + "\n\n";
+  out += "## Objective\n\n" + paragraph(text_member(phase, "objective"));
   out += "## Tasks\n\n";
   std::size_t number = 0;
   for (const json& task : field_array(phase, "tasks")) {
-    const std::string file = field_text(task, "file");
-    const std::string action = field_text(task, "action");
+    const std::string file = text_member(task, "file");
+    const std::string action = text_member(task, "action");
     std::string where;
     if (!action.empty()) where = action;
     if (!file.empty()) where += (where.empty() ? "" : " ") + code_span(file);
-    out += std::to_string(++number) + ". " + indented(field_text(task, "description"), "   ") +
+    out += std::to_string(++number) + ". " + indented(text_member(task, "description"), "   ") +
            (where.empty() ? "" : " (" + where + ")") + "\n";
   }
-  out += "\n## Validation\n\n" + code_block(field_text(phase, "validation_command"), "sh");
+  out += "\n## Validation\n\n" + code_block(text_member(phase, "validation_command"), "sh");
   return out;
 }
 
@@ -500,7 +490,7 @@ Result<nlohmann::json> check_artifact(std::string_view tool, const nlohmann::jso
 std::vector<std::string> specs_in_dependency_order(const nlohmann::json& plan) {
   std::vector<std::string> names;
   for (const json& spec : field_array(plan, "specs"))
-    names.push_back(field_text(spec, "name"));
+    names.push_back(text_member(spec, "name"));
   std::map<std::string, std::size_t> index_of;
   for (std::size_t i = 0; i < names.size(); ++i)
     index_of.emplace(names[i], i);
@@ -545,7 +535,7 @@ std::string render_artifact_markdown(std::string_view kind, const nlohmann::json
   if (kind == "spec") return render_spec(artifact, loop_id);
   if (kind == "phase") return render_phase(artifact, loop_id);
   std::string out = heading("Artifact", loop_id, artifact);
-  out += paragraph(field_text(artifact, "overview"));
+  out += paragraph(text_member(artifact, "overview"));
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "common/ascii_text.hpp"
+#include "common/json_text.hpp"
 #include "common/private_folder.hpp"
 #include "llm/retry_policy.hpp"
 #include "loops/artifacts.hpp"
@@ -51,12 +52,6 @@ std::string head_and_tail(const std::string& text, std::uint64_t whole_bytes = 0
   return text.substr(0, kValidationHead) + "\n[... " +
          std::to_string(whole - kValidationHead - kValidationTail) + " bytes cut (" +
          std::to_string(whole) + " in all) ...]\n" + text.substr(text.size() - kValidationTail);
-}
-
-std::string field_text(const json& object, const char* key) {
-  auto it = object.find(key);
-  return object.is_object() && it != object.end() && it->is_string() ? it->get<std::string>()
-                                                                     : std::string();
 }
 
 json tool_call_json(const llm::ToolCall& call) {
@@ -592,9 +587,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
   full_views_.clear();
   for (const store::LoopStep& step : *steps) {
     if (step.kind == "iteration_started") {
-      system_ = field_text(step.data, "system");
+      system_ = text_member(step.data, "system");
       clear_messages();
-      add_message(llm::Message{llm::Role::user, field_text(step.data, "prompt"), {}, {}});
+      add_message(llm::Message{llm::Role::user, text_member(step.data, "prompt"), {}, {}});
       phase = Phase::model;
     } else if (step.kind == "model_turn") {
       auto turn = llm::model_turn_from_json(step.data.value("turn", json::object()));
@@ -612,7 +607,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
     } else if (step.kind == "tool_calls_started") {
       calls_started_ = true;
     } else if (step.kind == "tool_results") {
-      llm::Message results{llm::Role::user, field_text(step.data, "note"), {}, {}};
+      llm::Message results{llm::Role::user, text_member(step.data, "note"), {}, {}};
       for (const json& result : step.data.value("results", json::array())) {
         auto parsed = llm::tool_result_from_json(result);
         if (!parsed) continue;
@@ -641,10 +636,10 @@ asio::awaitable<LoopRun::Phase> LoopRun::restore() {
       add_message(std::move(results));
       pending_calls_.clear();
       calls_started_ = false;
-      if (!field_text(step.data, "ends_iteration").empty()) phase = Phase::commit;
+      if (!text_member(step.data, "ends_iteration").empty()) phase = Phase::commit;
     } else if (step.kind == "committed") {
       iteration_changed_ = step.data.value("changed", false);
-      last_commit_ = field_text(step.data, "commit");
+      last_commit_ = text_member(step.data, "commit");
       phase = Phase::validate;
     } else if (step.kind == "validation_started") {
       phase = Phase::validate;
@@ -1353,7 +1348,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       const config::FileAccess access = file_access_of(services.tools, calls[i].name);
       if (access != config::FileAccess::write && access != config::FileAccess::remove) continue;
       if (!outcomes[i].value("ok", false)) continue;
-      std::string path = field_text(outcomes[i].value("output", json::object()), "path");
+      std::string path = text_member(outcomes[i].value("output", json::object()), "path");
       if (path.rfind(spec_.worktree + "/", 0) == 0) path.erase(0, spec_.worktree.size() + 1);
       if (path.empty() || path[0] == '/') continue;
       const bool within =
@@ -1381,7 +1376,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
           !outcomes[i].value("ok", false)) {
         continue;
       }
-      const std::string path = field_text(outcomes[i].value("output", json::object()), "path");
+      const std::string path = text_member(outcomes[i].value("output", json::object()), "path");
       if (path.empty() || !lint_wanted(commands, path)) continue;
       if (!before) before = co_await offload(engine_.git_pool(), status);
       const json linted = co_await services.tools.run_validation(spec_.id, spec_.worktree,
@@ -1496,7 +1491,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
 }
 
 json LoopRun::read_output(const json& args) const {
-  const std::string call_id = field_text(args, "call_id");
+  const std::string call_id = text_member(args, "call_id");
   auto it = full_views_.find(call_id);
   if (it == full_views_.end()) {
     return tool_error(
@@ -1519,13 +1514,13 @@ std::string LoopRun::new_lint_problems(const std::string& path, const json& outc
   const json output = outcome.value("output", json());
   if (!outcome.value("ok", false) || !output.is_object()) {
     const json error = outcome.value("error", json::object());
-    return "\nlint (`" + command + "`) could not run: " + field_text(error, "message") + "\n";
+    return "\nlint (`" + command + "`) could not run: " + text_member(error, "message") + "\n";
   }
   std::set<std::string> lines;
   const json exit_code = output.value("exit_code", json());
   if (!(exit_code.is_number_integer() && exit_code.get<int>() == 0)) {
-    std::string text = field_text(output, "output");
-    if (text.empty()) text = field_text(output, "stdout") + "\n" + field_text(output, "stderr");
+    std::string text = text_member(output, "output");
+    if (text.empty()) text = text_member(output, "stdout") + "\n" + text_member(output, "stderr");
     std::size_t at = 0;
     while (at < text.size()) {
       std::size_t end = text.find('\n', at);
@@ -1694,13 +1689,13 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
     text = output["output"].get<std::string>();
     if (timed_out) text += "\n" + timeout_note();
   } else if (ran) {
-    text = field_text(output, "stdout");
-    const std::string err = field_text(output, "stderr");
+    text = text_member(output, "stdout");
+    const std::string err = text_member(output, "stderr");
     if (!err.empty()) text += (text.empty() ? "" : "\n") + err;
     if (timed_out) text += "\n" + timeout_note();
   } else {
     const json error = outcome.value("error", json::object());
-    text = "the validation could not run: " + field_text(error, "message");
+    text = "the validation could not run: " + text_member(error, "message");
   }
   const json whole_bytes = ran ? output.value("output_bytes", json()) : json();
   text =
@@ -1715,8 +1710,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
         ran ? output
             : (error.is_object() && error.contains("details") ? error["details"] : json::object());
     const json limit = facts.is_object() ? facts.value("limit", json()) : json();
-    const std::string limit_name = limit.is_object() ? field_text(limit, "name") : "";
-    const std::string limit_message = limit.is_object() ? field_text(limit, "message") : "";
+    const std::string limit_name = limit.is_object() ? text_member(limit, "name") : "";
+    const std::string limit_message = limit.is_object() ? text_member(limit, "message") : "";
     // (A command that did not run has it in its error's message already.)
     if (!limit_name.empty() && limit_name != "output" && !(timed_out && limit_name == "time") &&
         text.find(limit_message) == std::string::npos) {
@@ -1726,7 +1721,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
     if (refused.is_array()) {
       constexpr std::size_t kRefusalsSaid = 5;
       for (std::size_t i = 0; i < refused.size() && i < kRefusalsSaid; ++i) {
-        if (refused[i].is_object()) text += "\n[loopr: " + field_text(refused[i], "message") + "]";
+        if (refused[i].is_object()) text += "\n[loopr: " + text_member(refused[i], "message") + "]";
       }
       if (refused.size() > kRefusalsSaid) {
         text += "\n[loopr: and " + std::to_string(refused.size() - kRefusalsSaid) +
@@ -1740,7 +1735,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   const bool previous_failed =
       progress_.last_validation.is_object() && !progress_.last_validation.value("passed", true);
   const std::string previous_output =
-      previous_failed ? field_text(progress_.last_validation, "output") : std::string();
+      previous_failed ? text_member(progress_.last_validation, "output") : std::string();
   json validation = {
       {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
   if (!by_products.is_null()) validation["by_products"] = by_products;

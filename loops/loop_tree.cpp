@@ -21,6 +21,7 @@
 #include <asio/use_awaitable.hpp>
 #include <chrono>
 
+#include "common/json_text.hpp"
 #include "loops/artifacts.hpp"
 #include "loops/git/merges.hpp"
 #include "loops/loop_engine.hpp"
@@ -46,20 +47,15 @@ std::string prefix_of(const LoopSpec& spec) {
   return "c";
 }
 
-std::string text_of(const json& object, const char* key) {
-  auto it = object.find(key);
-  return object.is_object() && it != object.end() && it->is_string() ? it->get<std::string>()
-                                                                     : std::string();
-}
-
 // The grep a resolver's validation starts with: no conflict marker is left.
 constexpr const char* kNoConflictMarkers =
     "! grep -rIlE --exclude-dir=.git '^(<<<<<<<|>>>>>>>)( |$)' .";
 
 std::string spec_task(const json& plan, const json& entry) {
-  std::string task = "Write the spec '" + text_of(entry, "name") + "': " + text_of(entry, "title") +
-                     "\n\n" + text_of(entry, "description") + "\n\nIt is part of the plan '" +
-                     text_of(plan, "title") + "': " + text_of(plan, "overview") +
+  std::string task = "Write the spec '" + text_member(entry, "name") +
+                     "': " + text_member(entry, "title") + "\n\n" +
+                     text_member(entry, "description") + "\n\nIt is part of the plan '" +
+                     text_member(plan, "title") + "': " + text_member(plan, "overview") +
                      "\n\nRead the code it touches, then call create_spec with 1 to 7 phases (one "
                      "for a small change, each phase costs a build and a review), in the order "
                      "they must be done; each phase small enough for one focused code "
@@ -68,13 +64,14 @@ std::string spec_task(const json& plan, const json& entry) {
 }
 
 std::string phase_task(const json& spec, const json& entry) {
-  std::string task = "Plan the phase '" + text_of(entry, "name") + "': " + text_of(entry, "title") +
-                     "\n\n" + text_of(entry, "description");
-  if (!text_of(entry, "validation").empty()) {
-    task += "\n\nHow to check it: " + text_of(entry, "validation");
+  std::string task = "Plan the phase '" + text_member(entry, "name") +
+                     "': " + text_member(entry, "title") + "\n\n" +
+                     text_member(entry, "description");
+  if (!text_member(entry, "validation").empty()) {
+    task += "\n\nHow to check it: " + text_member(entry, "validation");
   }
-  task += "\n\nIt is part of the spec '" + text_of(spec, "title") +
-          "': " + text_of(spec, "overview") +
+  task += "\n\nIt is part of the spec '" + text_member(spec, "title") +
+          "': " + text_member(spec, "overview") +
           "\n\nRead the code it touches, then call create_phase with the tasks (each with its "
           "file and whether it creates, modifies or deletes it) and a shell command whose exit "
           "code 0 shows the phase is done.";
@@ -82,15 +79,17 @@ std::string phase_task(const json& spec, const json& entry) {
 }
 
 std::string code_task(const json& phase) {
-  std::string task = text_of(phase, "title") + "\n\n" + text_of(phase, "objective") + "\n\nTasks:";
+  std::string task =
+      text_member(phase, "title") + "\n\n" + text_member(phase, "objective") + "\n\nTasks:";
   for (const json& item : phase.value("tasks", json::array())) {
-    task += "\n- " + text_of(item, "description");
-    const std::string file = text_of(item, "file");
-    const std::string action = text_of(item, "action");
+    task += "\n- " + text_member(item, "description");
+    const std::string file = text_member(item, "file");
+    const std::string action = text_member(item, "action");
     if (!file.empty())
       task += " (" + (action.empty() ? std::string("touch") : action) + " " + file + ")";
   }
-  task += "\n\nThe phase is done when `" + text_of(phase, "validation_command") + "` exits with 0.";
+  task +=
+      "\n\nThe phase is done when `" + text_member(phase, "validation_command") + "` exits with 0.";
   return task;
 }
 
@@ -511,7 +510,7 @@ bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
     std::map<std::string, std::string> id_of_name;
     for (const json& entry : artifact.value("specs", json::array())) {
       specs.push_back(child("spec", spec_task(artifact, entry), entry));
-      id_of_name[text_of(entry, "name")] = specs.back().id;
+      id_of_name[text_member(entry, "name")] = specs.back().id;
     }
     for (std::size_t i = 0; i < specs.size(); ++i) {
       for (const json& name : specs[i].input.value("dependencies", json::array())) {
@@ -529,7 +528,7 @@ bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
     }
   } else if (ps.type == "phase") {
     specs.push_back(child("code", code_task(artifact), artifact));
-    specs.back().validate = text_of(artifact, "validation_command");
+    specs.back().validate = text_member(artifact, "validation_command");
   }
   if (specs.empty()) {
     parent->set_status(LoopStatus::failed, "its " + ps.type + " has nothing to carry out");
@@ -607,7 +606,7 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
       if (sibling->status() == LoopStatus::completed && !sibling->progress().merged.is_null()) {
         child->progress_for_update().merged = {
             {"into", parent->spec().branch},
-            {"commit", text_of(sibling->progress().merged, "commit")},
+            {"commit", text_member(sibling->progress().merged, "commit")},
             {"via", sibling->id()}};
         child->record("merged", child->progress().merged);
         co_return true;
@@ -618,8 +617,8 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
   const LoopSpec parent_spec = parent->spec();
   const LoopSpec child_spec = child->spec();
   std::string what = child_spec.type;
-  if (child_spec.input.is_object() && !text_of(child_spec.input, "name").empty()) {
-    what += " " + text_of(child_spec.input, "name");
+  if (child_spec.input.is_object() && !text_member(child_spec.input, "name").empty()) {
+    what += " " + text_member(child_spec.input, "name");
   }
   const std::string message =
       "loopr: merge loop " + child_spec.id + " (" + what + ") into " + parent_spec.id;
@@ -674,7 +673,7 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
                   "remove all the markers, then call complete_task.";
   resolver.validate = kNoConflictMarkers;
   if (parent_spec.type == "phase") {
-    const std::string phase_check = text_of(parent->progress().artifact, "validation_command");
+    const std::string phase_check = text_member(parent->progress().artifact, "validation_command");
     if (!phase_check.empty()) resolver.validate += std::string(" && ") + "(" + phase_check + ")";
   }
   name_new_loop(resolver, parent_spec.id);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/json_text.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::mcp {
@@ -33,11 +34,6 @@ int log_level_index(std::string_view level) {
 constexpr auto kClientAnswerWait = std::chrono::seconds(10);
 // A progress message carries at most this much of a command's output.
 constexpr std::size_t kMaxProgressMessageBytes = 4096;
-
-std::string text_of(const json& value, const char* key) {
-  auto it = value.is_object() ? value.find(key) : value.end();
-  return it != value.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -162,7 +158,7 @@ void McpSession::handle_request(const Message& message, const std::shared_ptr<Ou
   } else if (message.method == "tools/list") {
     response = list_tools(id);
   } else if (message.method == "logging/setLevel") {
-    const int level = log_level_index(text_of(params, "level"));
+    const int level = log_level_index(text_member(params, "level"));
     if (level < 0) {
       response = error_response(id, rpc_code::invalid_params,
                                 "logging/setLevel needs `level`: one of debug, info, notice, "
@@ -183,7 +179,7 @@ void McpSession::handle_request(const Message& message, const std::shared_ptr<Ou
 }
 
 json McpSession::initialize(const json& params) {
-  const std::string asked = text_of(params, "protocolVersion");
+  const std::string asked = text_member(params, "protocolVersion");
   std::lock_guard lock(mutex_);
   // The client's version when we speak it, else our newest (the client then
   // decides whether it can go on).
@@ -389,7 +385,7 @@ json McpSession::tool_error_response(const json& id, const Error& error) {
 }
 
 void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
-  const std::string call_id = text_of(event.data, "call_id");
+  const std::string call_id = text_member(event.data, "call_id");
   bool cancel_now = false;
   {
     std::lock_guard lock(call.mutex);
@@ -404,7 +400,7 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
     return;
   }
   if (event.name == "tool.output" && call.progress_token) {
-    const std::string data = text_of(event.data, "data");
+    const std::string data = text_member(event.data, "data");
     std::uint64_t progress;
     {
       std::lock_guard lock(call.mutex);
@@ -417,8 +413,8 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
          {"progress", progress},
          {"message", data.substr(0, utf8_safe_prefix(data, kMaxProgressMessageBytes))}}));
   } else if (event.name == "approval.requested") {
-    const std::string approval = text_of(event.data, "id");
-    const std::string text = "loopr: " + text_of(event.data, "tool") +
+    const std::string approval = text_member(event.data, "id");
+    const std::string text = "loopr: " + text_member(event.data, "tool") +
                              " waits for a person's approval (" + approval +
                              "): run `looprctl approve " + approval + "` or `looprctl deny " +
                              approval + "`, or use looprctl tui";
@@ -444,27 +440,28 @@ void McpSession::on_daemon_event(Call& call, const DaemonEvent& event) {
 }
 
 void McpSession::ask_client_to_approve(Call& call, const json& approval) {
-  const std::string id = text_of(approval, "id");
+  const std::string id = text_member(approval, "id");
   std::string args = approval.contains("args")
                          ? approval["args"].dump(-1, ' ', false, json::error_handler_t::replace)
                          : "{}";
   if (args.size() > 2048) args = args.substr(0, utf8_safe_prefix(args, 2048)) + "...";
-  json params = {{"message", "loopr: allow " + text_of(approval, "tool") + " (" +
-                                 text_of(approval, "lane") + " lane, " + text_of(approval, "tier") +
-                                 ") in " + text_of(approval, "worktree") + " with " + args + "?"},
-                 {"requestedSchema",
-                  {{"type", "object"},
-                   {"properties",
-                    {{"approve",
-                      {{"type", "boolean"},
-                       {"title", "Approve"},
-                       {"description", "Let this call run (false: refuse it)"}}}}},
-                   {"required", json::array({"approve"})}}}};
+  json params = {
+      {"message", "loopr: allow " + text_member(approval, "tool") + " (" +
+                      text_member(approval, "lane") + " lane, " + text_member(approval, "tier") +
+                      ") in " + text_member(approval, "worktree") + " with " + args + "?"},
+      {"requestedSchema",
+       {{"type", "object"},
+        {"properties",
+         {{"approve",
+           {{"type", "boolean"},
+            {"title", "Approve"},
+            {"description", "Let this call run (false: refuse it)"}}}}},
+        {"required", json::array({"approve"})}}}};
   if (protocol_version() >= "2025-11-25") params["mode"] = "form";
   ask_client(call.outbox, "elicitation/create", std::move(params),
              [this, id, outbox = call.outbox](const Message* response) {
                if (response == nullptr || !response->result.is_object()) return;
-               const std::string action = text_of(response->result, "action");
+               const std::string action = text_member(response->result, "action");
                // The client's answer is untrusted: only a boolean true approves.
                const auto content = response->result.find("content");
                const bool approve = content != response->result.end() && content->is_object() &&
@@ -546,9 +543,10 @@ Result<std::string> McpSession::client_root(Call& call) {
   const json reply = got.get();
   if (reply.is_null()) return make_error("cancelled", "the MCP session closed");
   if (reply.contains("error")) {
-    return make_error(errc::invalid_arguments,
-                      "the MCP client refused roots/list: " + text_of(reply["error"], "message"),
-                      "start looprctl mcp with --worktree DIR");
+    return make_error(
+        errc::invalid_arguments,
+        "the MCP client refused roots/list: " + text_member(reply["error"], "message"),
+        "start looprctl mcp with --worktree DIR");
   }
   const json& result = reply["result"];
   if (!result.is_object() || !result.contains("roots") || !result["roots"].is_array() ||
@@ -556,7 +554,7 @@ Result<std::string> McpSession::client_root(Call& call) {
     return make_error(errc::invalid_arguments, "the MCP client gave no roots",
                       "open a folder in the client, or start looprctl mcp with --worktree DIR");
   }
-  auto path = path_of_file_uri(text_of(result["roots"][0], "uri"));
+  auto path = path_of_file_uri(text_member(result["roots"][0], "uri"));
   if (!path) return path;
   std::lock_guard lock(mutex_);
   root_ = *path;

@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/json_text.hpp"
+
 namespace loopr::mcp {
 
 using json = nlohmann::json;
 
 namespace {
-
-std::string text_of(const json& value, const char* key) {
-  auto it = value.find(key);
-  return it != value.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // "read_file" -> "Read file".
 std::string title_of(const std::string& name) {
@@ -36,20 +33,20 @@ Result<std::vector<PublishedTool>> publish_tools(const json& catalog_tools,
   std::vector<PublishedTool> published;
   for (const json& entry : catalog_tools) {
     if (!entry.is_object()) continue;
-    const std::string name = text_of(entry, "name");
+    const std::string name = text_member(entry, "name");
     if (name.empty() || !entry.value("enabled", true) || !entry.value("callable", true)) continue;
     if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
-    const std::string tier = text_of(entry, "tier");
+    const std::string tier = text_member(entry, "tier");
     const bool read_only = tier == "read-only";
     json tool = {{"name", name},
                  {"title", title_of(name)},
-                 {"description", text_of(entry, "description")},
+                 {"description", text_member(entry, "description")},
                  {"inputSchema", entry.value("input_schema", json{{"type", "object"}})},
                  {"annotations",
                   {{"title", title_of(name)},
                    {"readOnlyHint", read_only},
                    {"destructiveHint", !read_only},
-                   {"openWorldHint", text_of(entry, "lane") == "net"}}}};
+                   {"openWorldHint", text_member(entry, "lane") == "net"}}}};
     const bool has_output_schema =
         entry.contains("output_schema") && entry["output_schema"].is_object();
     if (has_output_schema) tool["outputSchema"] = entry["output_schema"];
@@ -63,7 +60,7 @@ Result<std::vector<PublishedTool>> publish_tools(const json& catalog_tools,
       for (const json& entry : catalog_tools) {
         if (!entry.is_object() || !entry.value("enabled", true) || !entry.value("callable", true))
           continue;
-        names += (names.empty() ? "" : ", ") + text_of(entry, "name");
+        names += (names.empty() ? "" : ", ") + text_member(entry, "name");
       }
       return make_error(errc::invalid_arguments,
                         "--tools names '" + wanted + "', which looprd does not offer",
@@ -76,9 +73,9 @@ Result<std::vector<PublishedTool>> publish_tools(const json& catalog_tools,
 json tool_result(const json& outcome) {
   const bool ok = outcome.value("ok", false);
   const json output = outcome.contains("output") ? outcome["output"] : json(nullptr);
-  json meta = {{"call_id", text_of(outcome, "call_id")},
-               {"lane", text_of(outcome, "lane")},
-               {"status", text_of(outcome, "status")}};
+  json meta = {{"call_id", text_member(outcome, "call_id")},
+               {"lane", text_member(outcome, "lane")},
+               {"status", text_member(outcome, "status")}};
   if (outcome.contains("duration_ms")) meta["duration_ms"] = outcome["duration_ms"];
   json result;
   if (ok) {
@@ -90,11 +87,13 @@ json tool_result(const json& outcome) {
   } else {
     const json error = outcome.contains("error") && outcome["error"].is_object() ? outcome["error"]
                                                                                  : json::object();
-    std::string text = text_of(outcome, "tool") + " " + text_of(outcome, "status");
-    if (const std::string code = text_of(error, "code"); !code.empty()) text += " (" + code + ")";
-    const std::string message = text_of(error, "message");
+    std::string text = text_member(outcome, "tool") + " " + text_member(outcome, "status");
+    if (const std::string code = text_member(error, "code"); !code.empty())
+      text += " (" + code + ")";
+    const std::string message = text_member(error, "message");
     text += ": " + (message.empty() ? std::string("the call did not succeed") : message);
-    if (const std::string hint = text_of(error, "hint"); !hint.empty()) text += "\nhint: " + hint;
+    if (const std::string hint = text_member(error, "hint"); !hint.empty())
+      text += "\nhint: " + hint;
     if (!output.is_null()) {
       text += "\noutput: " + (output.is_string()
                                   ? output.get<std::string>()

@@ -10,11 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string_view base_name(std::string_view path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 std::string quoted_words(const std::vector<std::string>& words) {
   return json(words).dump();
 }

@@ -62,11 +62,6 @@ bool one_of(std::string_view word, std::initializer_list<std::string_view> set) 
   return one_of<std::initializer_list<std::string_view>>(word, set);
 }
 
-std::string_view base_name(std::string_view path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 // The options of a command that runs another one (env, sudo, timeout...).
 struct WrapperSyntax {
   std::string_view name;

@@ -46,6 +46,12 @@ inline constexpr int kMaxDepth = 16;
 // Simple commands beyond this many make the line uncertain.
 inline constexpr std::size_t kMaxSimpleCommands = 1000;
 
+// The last component of a program's path: "/usr/bin/rm" → "rm", "rm" → "rm".
+inline std::string_view base_name(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 struct SimpleCommand {
   // The command that runs and its arguments, wrappers and assignments taken
   // off, quotes removed. A word with an expansion keeps its text as written

@@ -274,6 +274,13 @@ Error invalid_params(std::string message, std::string hint) {
   return make_error(errc::invalid_arguments, std::move(message), std::move(hint));
 }
 
+Result<bool> flag_param(const json& params, const char* key) {
+  const auto it = params.is_object() ? params.find(key) : params.end();
+  if (it == params.end() || it->is_null()) return false;
+  if (!it->is_boolean()) return invalid_params(std::string(key) + " must be true or false");
+  return it->get<bool>();
+}
+
 json to_json(const PingResult& result) {
   return json{{"pong", true}, {"uptime_ms", result.uptime_ms}};
 }

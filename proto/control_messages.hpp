@@ -99,6 +99,10 @@ Response error_reply(const Error& error);
 // with `message` and `hint` as they are.
 Error invalid_params(std::string message, std::string hint = {});
 
+// params[key] as a yes/no switch: absent or null → false, true or false as
+// given, anything else → invalid_params naming the key.
+Result<bool> flag_param(const nlohmann::json& params, const char* key);
+
 // The params of a method that reads none: whatever the request carries is
 // ignored.
 struct NoParams {

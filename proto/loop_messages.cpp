@@ -45,13 +45,6 @@ std::string text_or_empty(const json& params, const char* key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-Result<bool> bool_param(const json& params, const char* key) {
-  const json* value = field(params, key);
-  if (value == nullptr) return false;
-  if (!value->is_boolean()) return invalid_params(std::string(key) + " must be true or false");
-  return value->get<bool>();
-}
-
 // A whole number in [min, max]; absent or null → nullopt.
 Result<std::optional<std::int64_t>> ranged_integer(const json& params, const char* key,
                                                    std::int64_t min, std::int64_t max,
@@ -84,7 +77,7 @@ Result<LoopSpecParams> spec_params(const json& params) {
                    ranged_integer(params, "max_iterations", 1, 10000,
                                   "max_iterations must be a whole number from 1 to 10000"));
   LOOPR_TRY_ASSIGN(spec.validate, optional_string(params, "validate"));
-  LOOPR_TRY_ASSIGN(spec.include_uncommitted, bool_param(params, "include_uncommitted"));
+  LOOPR_TRY_ASSIGN(spec.include_uncommitted, flag_param(params, "include_uncommitted"));
   LOOPR_TRY_ASSIGN(
       spec.validate_timeout_s,
       ranged_integer(params, "validate_timeout_s", 1, 86400,
@@ -233,21 +226,21 @@ Result<LoopTranscriptParams> parse_loop_transcript_params(const json& params) {
 Result<LoopDiffParams> parse_loop_diff_params(const json& params) {
   LoopDiffParams out;
   LOOPR_TRY_ASSIGN(out.id, loop_id(params));
-  LOOPR_TRY_ASSIGN(out.stat_only, bool_param(params, "stat_only"));
+  LOOPR_TRY_ASSIGN(out.stat_only, flag_param(params, "stat_only"));
   return out;
 }
 
 Result<LoopDeleteParams> parse_loop_delete_params(const json& params) {
   LoopDeleteParams out;
   LOOPR_TRY_ASSIGN(out.id, loop_id(params));
-  LOOPR_TRY_ASSIGN(out.remove_worktree, bool_param(params, "remove_worktree"));
-  LOOPR_TRY_ASSIGN(out.remove_branch, bool_param(params, "remove_branch"));
+  LOOPR_TRY_ASSIGN(out.remove_worktree, flag_param(params, "remove_worktree"));
+  LOOPR_TRY_ASSIGN(out.remove_branch, flag_param(params, "remove_branch"));
   return out;
 }
 
 Result<LoopGcParams> parse_loop_gc_params(const json& params) {
   LoopGcParams out;
-  LOOPR_TRY_ASSIGN(out.dry_run, bool_param(params, "dry_run"));
+  LOOPR_TRY_ASSIGN(out.dry_run, flag_param(params, "dry_run"));
   return out;
 }
 

@@ -46,13 +46,6 @@ Result<std::optional<std::int64_t>> count_param(const json& params, const char* 
   return std::optional<std::int64_t>(it->get<std::int64_t>());
 }
 
-Result<bool> bool_param(const json& params, const char* key) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return false;
-  if (!it->is_boolean()) return invalid_params(std::string(key) + " must be true or false");
-  return it->get<bool>();
-}
-
 }  // namespace
 
 json to_json(const MemoryListParams& params) {
@@ -104,7 +97,7 @@ Result<MemorySearchParams> parse_memory_search_params(const json& params) {
   auto top_k = count_param(params, "top_k", kMaxMemoryTopK);
   if (!top_k) return std::move(top_k).error();
   out.top_k = *top_k;
-  auto conversation = bool_param(params, "include_conversation");
+  auto conversation = flag_param(params, "include_conversation");
   if (!conversation) return std::move(conversation).error();
   out.include_conversation = *conversation;
   return out;

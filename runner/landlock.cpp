@@ -14,7 +14,7 @@
 namespace loopr::runner {
 namespace {
 
-constexpr const char* kStep = "landlock";
+constexpr const char* kLandlockStep = "landlock";
 
 // Rights added after ABI 2 (uapi values, stable).
 constexpr std::uint64_t kFsTruncate = 1ull << 14;        // ABI 3
@@ -52,12 +52,12 @@ std::uint64_t handled_fs_for(int abi) {
 
 Result<void> allow_beneath(int ruleset, const std::string& path, std::uint64_t access) {
   UniqueFd dir(::open(path.c_str(), O_PATH | O_CLOEXEC));
-  if (!dir) return step_failed(kStep, "open " + path + " for a rule", errno);
+  if (!dir) return step_failed(kLandlockStep, "open " + path + " for a rule", errno);
   landlock_path_beneath_attr rule{};
   rule.allowed_access = access;
   rule.parent_fd = dir.get();
   if (::syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
-    return step_failed(kStep, "add a rule for " + path, errno);
+    return step_failed(kLandlockStep, "add a rule for " + path, errno);
   }
   return {};
 }
@@ -73,11 +73,11 @@ int landlock_abi() {
 Result<void> restrict_with_landlock(const LandlockPolicy& policy) {
   const int abi = landlock_abi();
   if (abi < 1) {
-    return step_failed(kStep,
+    return step_failed(kLandlockStep,
                        "Landlock is not available (Linux >= 5.13 with lsm=...,landlock needed)");
   }
   if (policy.require_scoping && abi < 6) {
-    return step_failed(kStep,
+    return step_failed(kLandlockStep,
                        "this lane needs Landlock ABI 6 (Linux >= 6.12) to keep abstract "
                        "Unix sockets out of reach; the kernel has ABI " +
                            std::to_string(abi));
@@ -94,7 +94,7 @@ Result<void> restrict_with_landlock(const LandlockPolicy& policy) {
     attr.scoped = kScopeAbstractUnix | kScopeSignal;
   }
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0)));
-  if (!ruleset) return step_failed(kStep, "create the ruleset", errno);
+  if (!ruleset) return step_failed(kLandlockStep, "create the ruleset", errno);
 
   const std::uint64_t handled = attr.handled_access_fs;
   if (auto r = allow_beneath(ruleset.get(), "/", kFsRead); !r) return r;
@@ -106,10 +106,10 @@ Result<void> restrict_with_landlock(const LandlockPolicy& policy) {
   if (auto r = allow_beneath(ruleset.get(), "/dev", device_use | kFsRead); !r) return r;
 
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return step_failed(kStep, "set no_new_privs", errno);
+    return step_failed(kLandlockStep, "set no_new_privs", errno);
   }
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
-    return step_failed(kStep, "restrict the job", errno);
+    return step_failed(kLandlockStep, "restrict the job", errno);
   }
   return {};
 }

@@ -20,7 +20,7 @@
 namespace loopr::runner {
 namespace {
 
-constexpr const char* kStep = "mount namespace";
+constexpr const char* kMountStep = "mount namespace";
 constexpr const char* kNewRoot = "/newroot";
 constexpr const char* kOldRoot = "/oldroot";
 constexpr const char* kRootsSetting = "sandbox.worktree_roots in loopr.toml";
@@ -29,7 +29,7 @@ constexpr const char* kReadPathsSetting = "sandbox.read_paths in loopr.toml";
 Result<void> do_mount(const std::string& source, const std::string& target, const char* type,
                       unsigned long flags, const char* data, const char* what) {
   if (::mount(source.empty() ? nullptr : source.c_str(), target.c_str(), type, flags, data) != 0) {
-    return step_failed(kStep, std::string(what) + " at " + target, errno);
+    return step_failed(kMountStep, std::string(what) + " at " + target, errno);
   }
   return {};
 }
@@ -50,7 +50,7 @@ Result<void> make_directories(const std::string& path) {
     slash = path.find('/', slash + 1);
     const std::string prefix = path.substr(0, slash);
     if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return step_failed(kStep, "create mount point " + prefix, errno);
+      return step_failed(kMountStep, "create mount point " + prefix, errno);
     }
   }
   return {};
@@ -65,7 +65,7 @@ Result<void> make_mount_point(const std::string& path, bool directory) {
   }
   const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0 && errno != EEXIST && errno != EROFS && errno != EISDIR)
-    return step_failed(kStep, "create mount point " + path, errno);
+    return step_failed(kMountStep, "create mount point " + path, errno);
   if (fd >= 0) ::close(fd);
   return {};
 }
@@ -129,7 +129,7 @@ Result<void> set_read_only(const std::string& path, unsigned int flags, const ch
   read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
   if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), flags, &read_only, sizeof read_only) !=
       0) {
-    return step_failed(kStep, std::string(what) + " " + path, errno);
+    return step_failed(kMountStep, std::string(what) + " " + path, errno);
   }
   return {};
 }
@@ -145,7 +145,8 @@ Result<UniqueFd> clone_tree(const std::string& path, int folder = -1) {
   const unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
   const long fd = folder >= 0 ? ::syscall(SYS_open_tree, folder, "", flags | AT_EMPTY_PATH)
                               : ::syscall(SYS_open_tree, AT_FDCWD, path.c_str(), flags);
-  if (fd < 0) return step_failed(kStep, "clone the mount tree of " + path + " (open_tree)", errno);
+  if (fd < 0)
+    return step_failed(kMountStep, "clone the mount tree of " + path + " (open_tree)", errno);
   return UniqueFd(static_cast<int>(fd));
 }
 
@@ -153,7 +154,7 @@ Result<UniqueFd> clone_tree(const std::string& path, int folder = -1) {
 Result<void> attach_tree(const UniqueFd& tree, const std::string& target) {
   if (::syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, target.c_str(),
                 MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-    return step_failed(kStep, "attach a mount at " + target + " (move_mount)", errno);
+    return step_failed(kMountStep, "attach a mount at " + target + " (move_mount)", errno);
   }
   return {};
 }
@@ -163,7 +164,7 @@ Result<void> set_tree_read_only(const UniqueFd& tree, const std::string& path) {
   read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
   if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &read_only,
                 sizeof read_only) != 0) {
-    return step_failed(kStep, "make read-only: " + path, errno);
+    return step_failed(kMountStep, "make read-only: " + path, errno);
   }
   return {};
 }
@@ -177,7 +178,7 @@ Result<void> build_dev(const std::string& dev) {
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
     const std::string target = dev + "/" + node;
     const int fd = ::open(target.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0) return step_failed(kStep, "create " + target, errno);
+    if (fd < 0) return step_failed(kMountStep, "create " + target, errno);
     ::close(fd);
     if (auto r = do_mount(std::string(kOldRoot) + "/dev/" + node, target, nullptr, MS_BIND, nullptr,
                           "bind device");
@@ -191,17 +192,17 @@ Result<void> build_dev(const std::string& dev) {
                                                        {"stderr", "/proc/self/fd/2"}};
   for (const auto& [name, target] : links) {
     if (::symlink(target, (dev + "/" + name).c_str()) != 0) {
-      return step_failed(kStep, std::string("create /dev/") + name, errno);
+      return step_failed(kMountStep, std::string("create /dev/") + name, errno);
     }
   }
   if (::mkdir((dev + "/shm").c_str(), 0755) != 0)
-    return step_failed(kStep, "mkdir /dev/shm", errno);
+    return step_failed(kMountStep, "mkdir /dev/shm", errno);
   {
     const std::string apt = "APT::Sandbox::User \"root\";\n";
     const std::string path = dev + std::string(kJobAptConfig).substr(4);  // "/dev" is `dev`
     const UniqueFd conf(::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644));
     if (!conf || ::write(conf.get(), apt.data(), apt.size()) != static_cast<ssize_t>(apt.size())) {
-      return step_failed(kStep, std::string("write the jobs' apt settings ") + kJobAptConfig,
+      return step_failed(kMountStep, std::string("write the jobs' apt settings ") + kJobAptConfig,
                          errno);
     }
   }
@@ -245,16 +246,16 @@ Result<void> check_writable_roots(const std::vector<std::string>& roots) {
   for (const std::string& root : roots) {
     struct stat st {};
     if (root.empty() || root.front() != '/') {
-      return blame_setting(step_failed(kStep, "writable root '" + root + "' is not absolute"), root,
-                           kRootsSetting);
+      return blame_setting(step_failed(kMountStep, "writable root '" + root + "' is not absolute"),
+                           root, kRootsSetting);
     }
     if (::stat(root.c_str(), &st) != 0) {
-      return blame_setting(step_failed(kStep, "writable root '" + root + "'", errno), root,
+      return blame_setting(step_failed(kMountStep, "writable root '" + root + "'", errno), root,
                            kRootsSetting);
     }
     if (!S_ISDIR(st.st_mode)) {
-      return blame_setting(step_failed(kStep, "writable root '" + root + "' is not a folder"), root,
-                           kRootsSetting);
+      return blame_setting(step_failed(kMountStep, "writable root '" + root + "' is not a folder"),
+                           root, kRootsSetting);
     }
   }
   return {};
@@ -275,7 +276,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
     if (root.empty() || root.front() != '/' || ::stat(root.c_str(), &st) != 0 ||
         !S_ISDIR(st.st_mode)) {
       return blame_setting(
-          step_failed(kStep, "writable root '" + root + "' is not an existing folder"), root,
+          step_failed(kMountStep, "writable root '" + root + "' is not an existing folder"), root,
           kRootsSetting);
     }
     const auto resolved = canonical_paths({root});
@@ -304,12 +305,12 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
     return r;
   }
   if (::mkdir("/tmp/newroot", 0755) != 0 || ::mkdir("/tmp/oldroot", 0755) != 0) {
-    return step_failed(kStep, "create staging folders", errno);
+    return step_failed(kMountStep, "create staging folders", errno);
   }
   if (::syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot") != 0) {
-    return step_failed(kStep, "pivot_root into the staging tmpfs", errno);
+    return step_failed(kMountStep, "pivot_root into the staging tmpfs", errno);
   }
-  if (::chdir("/") != 0) return step_failed(kStep, "chdir /", errno);
+  if (::chdir("/") != 0) return step_failed(kMountStep, "chdir /", errno);
 
   const std::string root = kNewRoot;
   if (auto r = do_mount(kOldRoot, root, nullptr, MS_BIND | MS_REC, nullptr, "bind the host root");
@@ -320,7 +321,8 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
   read_only.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
   if (::syscall(SYS_mount_setattr, AT_FDCWD, kNewRoot, AT_RECURSIVE, &read_only,
                 sizeof read_only) != 0) {
-    return step_failed(kStep, "make the host root read-only (mount_setattr, Linux >= 5.12)", errno);
+    return step_failed(kMountStep, "make the host root read-only (mount_setattr, Linux >= 5.12)",
+                       errno);
   }
 
   const auto hide = [&](const std::string& path) {
@@ -370,8 +372,8 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
       if (!folder && (errno == ENOENT || errno == ENOTDIR)) continue;
       if (!folder) {
         return blame_setting(
-            step_failed(kStep, "open the folder to hide " + path + " (no symlinks)", errno), path,
-            origin.at(path));
+            step_failed(kMountStep, "open the folder to hide " + path + " (no symlinks)", errno),
+            path, origin.at(path));
       }
       struct Kept {
         std::string path;
@@ -390,7 +392,7 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
       for (const Kept& read : kept) {
         struct stat st {};
         if (::fstat(read.tree.get(), &st) != 0)
-          return blame_setting(step_failed(kStep, "stat " + read.path, errno), read.path,
+          return blame_setting(step_failed(kMountStep, "stat " + read.path, errno), read.path,
                                kReadPathsSetting);
         if (auto r = blamed(make_mount_point(root + read.path, S_ISDIR(st.st_mode)), read.path,
                             kReadPathsSetting);
@@ -465,12 +467,12 @@ Result<void> build_lane_filesystem(const LaneFilesystemSpec& spec,
 
   // Stack the lane's tree on / and detach everything else, the staging tmpfs
   // and the host root with it.
-  if (::chdir(kNewRoot) != 0) return step_failed(kStep, "chdir /newroot", errno);
+  if (::chdir(kNewRoot) != 0) return step_failed(kMountStep, "chdir /newroot", errno);
   if (::syscall(SYS_pivot_root, ".", ".") != 0) {
-    return step_failed(kStep, "pivot_root into the lane root", errno);
+    return step_failed(kMountStep, "pivot_root into the lane root", errno);
   }
-  if (::umount2(".", MNT_DETACH) != 0) return step_failed(kStep, "detach the old root", errno);
-  if (::chdir("/") != 0) return step_failed(kStep, "chdir /", errno);
+  if (::umount2(".", MNT_DETACH) != 0) return step_failed(kMountStep, "detach the old root", errno);
+  if (::chdir("/") != 0) return step_failed(kMountStep, "chdir /", errno);
   return {};
 }
 
@@ -493,7 +495,7 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
   };
   std::vector<Kept> kept;
   const UniqueFd folder = open_no_symlinks(AT_FDCWD, worktree, O_PATH | O_DIRECTORY);
-  if (!folder) return step_failed(kStep, "open the worktree " + worktree, errno);
+  if (!folder) return step_failed(kMountStep, "open the worktree " + worktree, errno);
   auto own = clone_tree(worktree, folder.get());
   if (!own) return std::move(own).error();
   kept.push_back({worktree, std::move(*own)});
@@ -543,7 +545,8 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
             [](const Kept& a, const Kept& b) { return a.path.size() < b.path.size(); });
   for (const Kept& tree : kept) {
     struct stat st {};
-    if (::fstat(tree.tree.get(), &st) != 0) return step_failed(kStep, "stat " + tree.path, errno);
+    if (::fstat(tree.tree.get(), &st) != 0)
+      return step_failed(kMountStep, "stat " + tree.path, errno);
     if (auto r = make_mount_point(tree.path, S_ISDIR(st.st_mode)); !r) return r;
     if (auto r = attach_tree(tree.tree, tree.path); !r) return r;
   }
@@ -558,7 +561,7 @@ Result<void> build_job_filesystem(const std::string& worktree, const LaneFilesys
   struct stat st {};
   if (::lstat(git.c_str(), &st) != 0) return {};
   if (S_ISLNK(st.st_mode)) {
-    return step_failed(kStep, git + " is a symlink; refusing to run jobs in this worktree");
+    return step_failed(kMountStep, git + " is a symlink; refusing to run jobs in this worktree");
   }
   if (auto r = do_mount(git, git, nullptr, MS_BIND | MS_REC, nullptr, "bind .git"); !r) return r;
   return set_read_only(git, AT_RECURSIVE, "make read-only:");

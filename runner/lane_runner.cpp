@@ -21,7 +21,7 @@
 namespace loopr::runner {
 namespace {
 
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kFrameReadChunk = 64 * 1024;
 // A result carries both streams, each at most this many bytes, and must fit
 // in one frame even when every byte is a control character that JSON writes
 // as \u00XX (6 bytes): a larger max_output_bytes is lowered to this.
@@ -64,7 +64,7 @@ bool valid_tool_name(const std::string& name) {
 
 // Reads what is available without blocking; false at EOF or on an error.
 bool read_available(int fd, std::string& into) {
-  char buffer[kReadChunk];
+  char buffer[kFrameReadChunk];
   const ssize_t n = ::read(fd, buffer, sizeof buffer);
   if (n > 0) {
     into.assign(buffer, static_cast<std::size_t>(n));
@@ -474,7 +474,7 @@ int LaneRunner::serve() {
       return 1;
     }
     if (ready > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buffer[kReadChunk];
+      char buffer[kFrameReadChunk];
       const ssize_t n = ::read(link_.get(), buffer, sizeof buffer);
       if (n > 0) {
         reader_.feed(std::string_view(buffer, static_cast<std::size_t>(n)));

@@ -20,7 +20,7 @@
 namespace loopr::runner {
 namespace {
 
-constexpr const char* kStep = "seccomp";
+constexpr const char* kSeccompStep = "seccomp";
 
 struct ContextDeleter {
   void operator()(scmp_filter_ctx ctx) const { seccomp_release(ctx); }
@@ -81,7 +81,7 @@ Result<void> add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
   if (nr == __NR_SCMP_ERROR) return {};  // not a syscall on this architecture
   const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
                                         args.size() ? args.begin() : nullptr);
-  if (rc != 0) return step_failed(kStep, std::string("add a rule for ") + name, -rc);
+  if (rc != 0) return step_failed(kSeccompStep, std::string("add a rule for ") + name, -rc);
   return {};
 }
 
@@ -89,9 +89,9 @@ Result<void> add(scmp_filter_ctx ctx, std::uint32_t action, const char* name,
 
 Result<SeccompProgram> SeccompProgram::compile(bool deny_network, bool deny_set_id_bits) {
   Context ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return step_failed(kStep, "seccomp_init");
+  if (!ctx) return step_failed(kSeccompStep, "seccomp_init");
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0) {
-    return step_failed(kStep, "set the bad-architecture action");
+    return step_failed(kSeccompStep, "set the bad-architecture action");
   }
   const std::uint32_t deny = SCMP_ACT_ERRNO(EPERM);
   for (const char* name : kDeniedSyscalls) {
@@ -147,9 +147,9 @@ Result<SeccompProgram> SeccompProgram::compile(bool deny_network, bool deny_set_
 
 Result<SeccompProgram> SeccompProgram::compile_no_new_processes() {
   Context ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return step_failed(kStep, "seccomp_init");
+  if (!ctx) return step_failed(kSeccompStep, "seccomp_init");
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0) {
-    return step_failed(kStep, "set the bad-architecture action");
+    return step_failed(kSeccompStep, "set the bad-architecture action");
   }
   const std::uint32_t deny = SCMP_ACT_ERRNO(EPERM);
   for (const char* name : {"execve", "execveat", "fork", "vfork"}) {
@@ -166,33 +166,33 @@ Result<SeccompProgram> SeccompProgram::compile_no_new_processes() {
 Result<SeccompProgram> SeccompProgram::export_program(void* ctx) {
   // Export the BPF once; jobs load it with one seccomp() call.
   UniqueFd memory(::memfd_create("loopr-seccomp", MFD_CLOEXEC));
-  if (!memory) return step_failed(kStep, "memfd_create", errno);
+  if (!memory) return step_failed(kSeccompStep, "memfd_create", errno);
   if (const int rc = seccomp_export_bpf(ctx, memory.get()); rc != 0) {
-    return step_failed(kStep, "export the filter", -rc);
+    return step_failed(kSeccompStep, "export the filter", -rc);
   }
   const off_t size = ::lseek(memory.get(), 0, SEEK_END);
   if (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0) {
-    return step_failed(kStep, "exported filter has an unexpected size");
+    return step_failed(kSeccompStep, "exported filter has an unexpected size");
   }
   SeccompProgram program;
   program.instructions_.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
   if (::pread(memory.get(), program.instructions_.data(), static_cast<std::size_t>(size), 0) !=
       size) {
-    return step_failed(kStep, "read the exported filter", errno);
+    return step_failed(kSeccompStep, "read the exported filter", errno);
   }
   return program;
 }
 
 Result<UniqueFd> SeccompProgram::sealed_copy() const {
   UniqueFd memory(::memfd_create("loopr-worker-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!memory) return step_failed(kStep, "memfd_create", errno);
+  if (!memory) return step_failed(kSeccompStep, "memfd_create", errno);
   const std::size_t bytes = instructions_.size() * sizeof(sock_filter);
   if (::write(memory.get(), instructions_.data(), bytes) != static_cast<ssize_t>(bytes)) {
-    return step_failed(kStep, "write the filter to a memfd", errno);
+    return step_failed(kSeccompStep, "write the filter to a memfd", errno);
   }
   if (::fcntl(memory.get(), F_ADD_SEALS,
               F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-    return step_failed(kStep, "seal the filter's memfd", errno);
+    return step_failed(kSeccompStep, "seal the filter's memfd", errno);
   }
   return memory;
 }
@@ -202,7 +202,7 @@ Result<void> SeccompProgram::install() const {
   program.len = static_cast<unsigned short>(instructions_.size());
   program.filter = const_cast<sock_filter*>(instructions_.data());
   if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) {
-    return step_failed(kStep, "install the filter", errno);
+    return step_failed(kSeccompStep, "install the filter", errno);
   }
   return {};
 }

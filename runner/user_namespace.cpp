@@ -17,13 +17,13 @@
 namespace loopr::runner {
 namespace {
 
-constexpr const char* kStep = "user namespace";
+constexpr const char* kUserNamespaceStep = "user namespace";
 
 Result<void> write_proc_file(const std::string& path, const std::string& content) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return step_failed(kStep, "open " + path, errno);
+  if (!fd) return step_failed(kUserNamespaceStep, "open " + path, errno);
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
-    return step_failed(kStep, "write " + path, errno);
+    return step_failed(kUserNamespaceStep, "write " + path, errno);
   }
   return {};
 }
@@ -39,7 +39,7 @@ Result<void> map_ids(const std::string& proc, const std::string& uid_map,
 }
 
 Error userns_refused(int err) {
-  return step_failed(kStep,
+  return step_failed(kUserNamespaceStep,
                      "unshare(CLONE_NEWUSER) was refused (are unprivileged user namespaces "
                      "disabled, e.g. kernel.unprivileged_userns_clone=0 or "
                      "user.max_user_namespaces=0?)",
@@ -52,12 +52,13 @@ Error userns_refused(int err) {
 Result<UniqueFd> make_jobs_user_namespace() {
   int ready[2];
   int release[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return step_failed(kStep, "pipe", errno);
+  if (::pipe2(ready, O_CLOEXEC) != 0) return step_failed(kUserNamespaceStep, "pipe", errno);
   UniqueFd ready_read(ready[0]), ready_write(ready[1]);
-  if (::pipe2(release, O_CLOEXEC) != 0) return step_failed(kStep, "pipe", errno);
+  if (::pipe2(release, O_CLOEXEC) != 0) return step_failed(kUserNamespaceStep, "pipe", errno);
   UniqueFd release_read(release[0]), release_write(release[1]);
   const pid_t child = ::fork();
-  if (child < 0) return step_failed(kStep, "fork the namespace's first process", errno);
+  if (child < 0)
+    return step_failed(kUserNamespaceStep, "fork the namespace's first process", errno);
   if (child == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::close(release[1]);  // so that the parent's close is EOF here
@@ -85,7 +86,7 @@ Result<UniqueFd> make_jobs_user_namespace() {
   const int saved = errno;
   reap();
   if (!mapped) return std::move(mapped).error();
-  if (!ns) return step_failed(kStep, "open " + proc + "/ns/user", saved);
+  if (!ns) return step_failed(kUserNamespaceStep, "open " + proc + "/ns/user", saved);
   return ns;
 }
 
@@ -98,9 +99,9 @@ Result<std::map<std::string, UniqueFd>> idmap_roots(const std::vector<std::strin
     UniqueFd tree(static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, root.c_str(),
                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
     if (!tree) {
-      return blame_setting(
-          step_failed(kStep, "clone the worktree root " + root + " (open_tree)", errno), root,
-          "sandbox.worktree_roots in loopr.toml");
+      return blame_setting(step_failed(kUserNamespaceStep,
+                                       "clone the worktree root " + root + " (open_tree)", errno),
+                           root, "sandbox.worktree_roots in loopr.toml");
     }
     mount_attr idmap{};
     idmap.attr_set = MOUNT_ATTR_IDMAP;
@@ -109,7 +110,7 @@ Result<std::map<std::string, UniqueFd>> idmap_roots(const std::vector<std::strin
                   sizeof idmap) != 0) {
       // A root on a filesystem that cannot be idmapped: another root will do.
       return blame_setting(
-          step_failed(kStep,
+          step_failed(kUserNamespaceStep,
                       "idmap the worktree root " + root +
                           " so jobs, which do not run as root, can write it (mount_setattr "
                           "MOUNT_ATTR_IDMAP: Linux >= 5.12 and a filesystem that supports it)",
@@ -129,16 +130,16 @@ Result<std::map<std::string, UniqueFd>> enter_as_root(const std::vector<std::str
   // Root's supplementary groups (gid 0 among them) would follow the runner
   // in; the namespace denies setgroups, so drop them now.
   if (::setgroups(0, nullptr) != 0) {
-    return step_failed(kStep, "drop supplementary groups", errno);
+    return step_failed(kUserNamespaceStep, "drop supplementary groups", errno);
   }
   if (::setns(ns->get(), CLONE_NEWUSER) != 0) {
-    return step_failed(kStep, "enter the jobs' user namespace (setns)", errno);
+    return step_failed(kUserNamespaceStep, "enter the jobs' user namespace (setns)", errno);
   }
   // Become the namespace's 0, host 65534: keeps every capability in it.
   if (::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) {
     return step_failed(
-        kStep, "become uid/gid 0 of the namespace (host " + std::to_string(kJobHostIdAsRoot) + ")",
-        errno);
+        kUserNamespaceStep,
+        "become uid/gid 0 of the namespace (host " + std::to_string(kJobHostIdAsRoot) + ")", errno);
   }
   return mounts;
 }

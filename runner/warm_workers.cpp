@@ -19,7 +19,7 @@
 namespace loopr::runner {
 namespace {
 
-constexpr std::size_t kReadChunk = 256 * 1024;
+constexpr std::size_t kWorkerReadChunk = 256 * 1024;
 // Workers over the cap that may wait for an idle lane to be stopped.
 constexpr std::size_t kDeferredEvictions = 2;
 // Workers in a row that end before they are ready, after which the lane
@@ -98,7 +98,7 @@ WarmWorkers::WarmWorkers(const LaneSandbox& sandbox, WarmWorkerOptions options, 
       options_(options),
       send_(std::move(send)),
       run_as_process_(std::move(run_as_process)),
-      read_buffer_(kReadChunk, '\0') {}
+      read_buffer_(kWorkerReadChunk, '\0') {}
 
 WarmWorkers::~WarmWorkers() {
   for (auto& worker : workers_) {

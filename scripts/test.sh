@@ -61,6 +61,8 @@ run_ctest() {  # run_ctest BUILD_DIR LABEL
 # CI's build-time choices (bench/README.md, "CI build time"): no debug info in
 # the normal build (nothing in CI reads it; the package is stripped), line
 # tables under the sanitizers (all their stack traces need), gold links.
+# Both builds are unity builds (CMakeLists.txt), CI or not, so the test
+# command catches two files that clash in one batch.
 # Elsewhere the build types' defaults stay (passed empty, so a cached CI
 # choice does not stick).
 debug_level="" asan_debug_level="" linker=""
@@ -71,7 +73,7 @@ fi
 stage "build (warnings as errors: $werror)"
 # Tests and benchmarks on, whatever a build folder made by scripts/demo.sh says.
 cmake -S . -B build -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_BUILD_TESTS=ON -DLOOPR_BUILD_BENCH=ON \
-      -DLOOPR_DEBUG_LEVEL="$debug_level" -DLOOPR_LINKER="$linker" >/dev/null
+      -DCMAKE_UNITY_BUILD=ON -DLOOPR_DEBUG_LEVEL="$debug_level" -DLOOPR_LINKER="$linker" >/dev/null
 cmake --build build
 stage "npm packages for the MCP tests"
 # The MCP SDK, the conformance suite and a Node 22, into build/npm (pinned;
@@ -109,7 +111,7 @@ if ! $quick; then
   # Debug (-O0): the sanitizers find the same bugs, and it compiles in about
   # half the time of an optimized build on CI's two cores.
   cmake -S . -B build-asan -G Ninja -DLOOPR_WERROR="$werror" -DLOOPR_SANITIZE=ON \
-        -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF \
+        -DCMAKE_BUILD_TYPE=Debug -DLOOPR_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON \
         -DLOOPR_DEBUG_LEVEL="$asan_debug_level" -DLOOPR_LINKER="$linker" >/dev/null
   cmake --build build-asan
   ./scripts/install-test-npm.sh build-asan || echo "== npm packages missing: the mcp tests will fail"

@@ -19,6 +19,7 @@
 
 #include "common/output_capture.hpp"
 #include "common/unique_fd.hpp"
+#include "loops/git/git_support.hpp"
 
 extern char** environ;
 
@@ -65,9 +66,7 @@ constexpr std::string_view kSafePath = "/usr/bin:/bin";
 constexpr std::chrono::milliseconds kExitGrace{2000};
 constexpr std::size_t kStderrInErrors = 2000;
 
-bool is_absolute(const std::string& path) {
-  return !path.empty() && path.front() == '/';
-}
+using detail::is_absolute;
 
 Result<void> require_folder(const std::string& path, std::string_view what) {
   if (!is_absolute(path)) {

@@ -56,6 +56,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -90,6 +91,18 @@ struct GitRunOptions {
   // a temporary index, so the call leaves the real one as it was.
   std::string index_file;
 };
+
+// Paths one git call takes at most: a longer list goes in batches, so argv
+// stays far below ARG_MAX.
+inline constexpr std::size_t kGitPathsPerCall = 256;
+
+// The options of a call that only reads: GIT_OPTIONAL_LOCKS=0, the defaults
+// otherwise.
+inline GitRunOptions read_only_options() {
+  GitRunOptions options;
+  options.read_only = true;
+  return options;
+}
 
 struct GitResult {
   int exit_code = -1;  // -1 when git was killed by a signal

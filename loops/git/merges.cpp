@@ -44,12 +44,6 @@ Error invalid_state(std::string message, std::string hint = {}) {
   return make_error(kInvalidState, std::move(message), std::move(hint));
 }
 
-GitRunOptions read_only_options() {
-  GitRunOptions options;
-  options.read_only = true;
-  return options;
-}
-
 // Config for every call that merges or commits: loopr's identity, and no
 // setting of the repository's that would change what a merge does behind our
 // back (renormalisation through attributes, replayed resolutions, an extra

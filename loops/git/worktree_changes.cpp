@@ -24,14 +24,6 @@ using detail::trim;
 using detail::worktree_git;
 
 // Paths per git call, well below any argument-length limit.
-constexpr std::size_t kPathsPerCall = 256;
-
-GitRunOptions read_only_options() {
-  GitRunOptions options;
-  options.read_only = true;
-  return options;
-}
-
 // `git status` records: "XY path" each, NUL-terminated (no renames asked).
 Result<std::vector<WorktreeChange>> status_changes(const GitCommand& git) {
   const std::vector<std::string> args = {"status",       "--porcelain=v1",
@@ -58,10 +50,10 @@ Result<std::vector<WorktreeChange>> status_changes(const GitCommand& git) {
 
 template <typename Run>
 Result<void> in_batches(const std::vector<std::string>& paths, Run run) {
-  for (std::size_t at = 0; at < paths.size(); at += kPathsPerCall) {
+  for (std::size_t at = 0; at < paths.size(); at += kGitPathsPerCall) {
     const auto first = paths.begin() + static_cast<std::ptrdiff_t>(at);
     const auto last =
-        paths.begin() + static_cast<std::ptrdiff_t>(std::min(paths.size(), at + kPathsPerCall));
+        paths.begin() + static_cast<std::ptrdiff_t>(std::min(paths.size(), at + kGitPathsPerCall));
     if (Result<void> done = run(std::vector<std::string>(first, last)); !done) return done;
   }
   return {};

@@ -55,12 +55,11 @@ constexpr int kMaxRemoveDepth = 64;
 // (settle_daemon_changes), so what is left there is the model's.
 // Paths reach git literally (GIT_LITERAL_PATHSPECS).
 Result<void> leave_out(const GitCommand& git, const WorktreeInfo& info, const CommitScope& scope) {
-  constexpr std::size_t kPathsPerCall = 256;
   auto in_batches = [&](std::vector<std::string> head, const std::vector<std::string>& paths,
                         std::string* out = nullptr) -> Result<void> {
-    for (std::size_t at = 0; at < paths.size(); at += kPathsPerCall) {
+    for (std::size_t at = 0; at < paths.size(); at += kGitPathsPerCall) {
       std::vector<std::string> args = head;
-      for (std::size_t i = at; i < paths.size() && i < at + kPathsPerCall; ++i) {
+      for (std::size_t i = at; i < paths.size() && i < at + kGitPathsPerCall; ++i) {
         std::string path = paths[i];
         if (path.size() > 1 && path.back() == '/') path.pop_back();
         args.push_back(std::move(path));

@@ -10,15 +10,12 @@
 #include "tests/client/fake_daemon.hpp"
 #include "tests/client/looprctl_run.hpp"
 #include "tests/support/temp_tree.hpp"
+#include "tests/support/text_checks.hpp"
 
 namespace loopr::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class DaemonCommandTest : public ::testing::Test {
  protected:

@@ -10,11 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace loopr::test {
+#include "tests/support/text_checks.hpp"
 
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+namespace loopr::test {
 
 inline std::size_t count_of(const std::string& text, const std::string& part) {
   std::size_t count = 0;

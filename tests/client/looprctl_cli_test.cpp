@@ -9,15 +9,12 @@
 #include "tests/client/looprctl_fixture.hpp"
 #include "tests/client/looprctl_run.hpp"
 #include "tests/support/temp_tree.hpp"
+#include "tests/support/text_checks.hpp"
 
 namespace loopr::test {
 namespace {
 
 using nlohmann::json;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -14,6 +14,7 @@ namespace loopr::config {
 namespace {
 
 using test::config_error;
+using test::Mistake;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -52,15 +53,15 @@ constexpr Expected kDesignTools[] = {
     {"oracle", "daemon", 300000, SafetyTier::read_only},
 };
 
-Catalog merged(std::string_view text, const std::string& name = "catalog.toml") {
+Catalog merged_catalog(std::string_view text, const std::string& name = "catalog.toml") {
   Catalog catalog = Catalog::builtin();
   std::istringstream in{std::string(text)};
   catalog.merge_toml(in, name);
   return catalog;
 }
 
-std::string merge_error(std::string_view text) {
-  return config_error([&] { merged(text); });
+std::string catalog_error(std::string_view text) {
+  return config_error([&] { merged_catalog(text); });
 }
 
 std::set<std::string> keys_of(const nlohmann::json& object) {
@@ -207,7 +208,7 @@ TEST(BuiltinCatalog, SchemasMatchTheDesignArguments) {
 
 TEST(CatalogMerge, OverridesOnlyTheFieldsAFileSets) {
   const Catalog builtin = Catalog::builtin();
-  const Catalog c = merged("[tools.grep]\ntimeout_ms = 90000\n");
+  const Catalog c = merged_catalog("[tools.grep]\ntimeout_ms = 90000\n");
   const ToolSpec* grep = c.find("grep");
   EXPECT_EQ(grep->timeout_ms, 90000);
   EXPECT_EQ(grep->lane, "no-net");
@@ -303,7 +304,7 @@ TEST(CatalogMerge, LoadWithNoFilesIsTheBuiltinCatalog) {
 }
 
 TEST(CatalogMerge, AddsANewTool) {
-  const Catalog c = merged(R"([tools.lint]
+  const Catalog c = merged_catalog(R"([tools.lint]
 lane = "heavy"
 description = "Run the linter"
 input_schema = '''{"type": "object", "properties": {"fix": {"type": "boolean"}},
@@ -322,7 +323,7 @@ input_schema = '''{"type": "object", "properties": {"fix": {"type": "boolean"}},
 }
 
 TEST(CatalogMerge, OutputSchemaIsSetReplacedOrRemoved) {
-  const Catalog c = merged(R"([tools.lint]
+  const Catalog c = merged_catalog(R"([tools.lint]
 lane = "heavy"
 description = "Run the linter"
 input_schema = '{"type": "object", "properties": {}, "additionalProperties": false}'
@@ -343,7 +344,7 @@ timeout_ms = 1000
   EXPECT_TRUE(c.find("grep")->output_schema.is_null());
   EXPECT_EQ(c.find("glob")->output_schema, Catalog::builtin().find("glob")->output_schema);
   // A new tool without one has none.
-  const Catalog plain = merged(R"([tools.fmt]
+  const Catalog plain = merged_catalog(R"([tools.fmt]
 lane = "heavy"
 description = "Format"
 input_schema = '{"type": "object", "properties": {}, "additionalProperties": false}'
@@ -359,16 +360,10 @@ TEST(CatalogMerge, AFileWithAMistakeChangesNothing) {
 }
 
 TEST(CatalogErrors, NegativeTimeoutNamesFileLineKeyAndValue) {
-  EXPECT_EQ(merge_error("# comment\n\n[tools.grep]\ntimeout_ms = -5\n"),
+  EXPECT_EQ(catalog_error("# comment\n\n[tools.grep]\ntimeout_ms = -5\n"),
             "catalog.toml:4: tools.grep.timeout_ms: must be a positive integer (milliseconds), "
             "got -5");
 }
-
-struct Mistake {
-  const char* text;
-  const char* prefix;    // "catalog.toml:LINE: KEY"
-  const char* fragment;  // part of the explanation
-};
 
 TEST(CatalogErrors, EachMistakeNamesFileLineAndKey) {
   const Mistake mistakes[] = {
@@ -423,16 +418,16 @@ TEST(CatalogErrors, EachMistakeNamesFileLineAndKey) {
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);
-    const std::string message = merge_error(mistake.text);
+    const std::string message = catalog_error(mistake.text);
     EXPECT_THAT(message, StartsWith(mistake.prefix));
     EXPECT_THAT(message, HasSubstr(mistake.fragment));
   }
 }
 
 TEST(CatalogErrors, SyntaxErrorCarriesTheLine) {
-  const std::string message = merge_error("[tools.grep]\ntimeout_ms = 5\nlane = \n");
+  const std::string message = catalog_error("[tools.grep]\ntimeout_ms = 5\nlane = \n");
   EXPECT_THAT(message, StartsWith("catalog.toml:3: syntax error:"));
-  const std::string duplicate = merge_error("[tools.grep]\ntimeout_ms = 5\ntimeout_ms = 6\n");
+  const std::string duplicate = catalog_error("[tools.grep]\ntimeout_ms = 5\ntimeout_ms = 6\n");
   EXPECT_THAT(duplicate, StartsWith("catalog.toml:3: syntax error:"));
 }
 
@@ -449,7 +444,7 @@ TEST(CatalogErrors, MergeFileNamesThePath) {
 }
 
 TEST(LlmToolDefinitions, ListsEnabledToolsWithNameDescriptionAndSchema) {
-  const Catalog c = merged("[tools.web_search]\nenabled = false\n");
+  const Catalog c = merged_catalog("[tools.web_search]\nenabled = false\n");
   const auto definitions = llm_tool_definitions(c);
   ASSERT_TRUE(definitions.is_array());
   EXPECT_EQ(definitions.size(), c.enabled_tools().size());
@@ -462,7 +457,7 @@ TEST(LlmToolDefinitions, ListsEnabledToolsWithNameDescriptionAndSchema) {
 }
 
 TEST(LlmToolDefinitions, FiltersToALoopTypesToolsInItsOrder) {
-  const Catalog c = merged("[tools.glob]\nenabled = false\n");
+  const Catalog c = merged_catalog("[tools.glob]\nenabled = false\n");
   const auto definitions = llm_tool_definitions(c, {"grep", "read_file", "glob", "complete_task"});
   ASSERT_EQ(definitions.size(), 3u);
   EXPECT_EQ(definitions[0]["name"], "grep");
@@ -496,7 +491,7 @@ TEST(CatalogTraits, BuiltinCommandToolsCarryTheirCommandTrait) {
 }
 
 TEST(CatalogTraits, AFileSetsTheCommandTraitOfANewOrBuiltinTool) {
-  const Catalog c = merged(
+  const Catalog c = merged_catalog(
       "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
       "command = \"test\"\n"
       "input_schema = '{\"type\": \"object\", \"properties\": {}, "
@@ -515,17 +510,18 @@ TEST(CatalogTraits, AFileSetsTheCommandTraitOfANewOrBuiltinTool) {
 TEST(CatalogTraits, NoFileMaySayABuiltinCommandToolRunsNoCommand) {
   for (const char* tool : {"run_command", "run_command_isolated", "build", "test", "validate"}) {
     const std::string message =
-        merge_error(std::string("[tools.") + tool + "]\ncommand = \"none\"\n");
+        catalog_error(std::string("[tools.") + tool + "]\ncommand = \"none\"\n");
     EXPECT_NE(message.find(std::string("tools.") + tool + ".command"), std::string::npos)
         << message;
     EXPECT_NE(message.find("runs a shell command"), std::string::npos) << message;
   }
   // A new tool may run none, and a tool that runs no command may stay so.
-  EXPECT_EQ(merged("[tools.grep]\ncommand = \"none\"\n").find("grep")->command, ToolCommand::none);
+  EXPECT_EQ(merged_catalog("[tools.grep]\ncommand = \"none\"\n").find("grep")->command,
+            ToolCommand::none);
 }
 
 TEST(CatalogTraits, ANewToolWithoutTraitsRunsNoCommand) {
-  const Catalog c = merged(
+  const Catalog c = merged_catalog(
       "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
       "input_schema = '{\"type\": \"object\", \"properties\": {}, "
       "\"additionalProperties\": false}'\n");
@@ -533,7 +529,7 @@ TEST(CatalogTraits, ANewToolWithoutTraitsRunsNoCommand) {
 }
 
 TEST(CatalogTraits, AnUnknownCommandValueIsRefusedNamingTheKeyAndTheChoices) {
-  const std::string message = merge_error("[tools.grep]\ncommand = \"make\"\n");
+  const std::string message = catalog_error("[tools.grep]\ncommand = \"make\"\n");
   EXPECT_NE(message.find("catalog.toml:2: tools.grep.command:"), std::string::npos) << message;
   EXPECT_NE(message.find("none, from-arguments, build, test, validate"), std::string::npos)
       << message;
@@ -590,7 +586,7 @@ TEST(CatalogTraits, NoCatalogFileMaySetATraitOfTheToolsOwnImplementation) {
   for (const char* line : {"file_access = \"read\"", "web = \"fetch\"", "warm_worker = true",
                            "consults_model = false"}) {
     const std::string key = std::string(line).substr(0, std::string(line).find(' '));
-    const std::string message = merge_error(std::string("[tools.run_command]\n") + line + "\n");
+    const std::string message = catalog_error(std::string("[tools.run_command]\n") + line + "\n");
     EXPECT_NE(message.find("tools.run_command." + key), std::string::npos) << message;
     EXPECT_NE(message.find("set by loopr for its built-in tools"), std::string::npos) << message;
     const std::string repository = repository_error(std::string("[tools.grep]\n") + line + "\n");
@@ -601,7 +597,7 @@ TEST(CatalogTraits, NoCatalogFileMaySetATraitOfTheToolsOwnImplementation) {
 }
 
 TEST(CatalogTraits, AUsersFileSetsTheResultViewAndANewCommandToolShowsItsOutput) {
-  const Catalog c = merged(
+  const Catalog c = merged_catalog(
       "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"
       "command = \"test\"\n"
       "input_schema = '{\"type\": \"object\", \"properties\": {}, "
@@ -609,7 +605,7 @@ TEST(CatalogTraits, AUsersFileSetsTheResultViewAndANewCommandToolShowsItsOutput)
       "[tools.grep]\nresult_view = \"json\"\n");
   EXPECT_EQ(c.find("lint")->result_view, ResultView::command);
   EXPECT_EQ(c.find("grep")->result_view, ResultView::json);
-  const std::string message = merge_error("[tools.grep]\nresult_view = \"table\"\n");
+  const std::string message = catalog_error("[tools.grep]\nresult_view = \"table\"\n");
   EXPECT_NE(message.find("json, command, file, directory, paths, grep"), std::string::npos)
       << message;
 }

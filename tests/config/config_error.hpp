@@ -25,4 +25,13 @@ std::string config_error(F&& f) {
   return {};
 }
 
+// A file with one mistake, for the table-driven tests of a reader's
+// messages: the file's text, the message's start ("loopr.toml:LINE: KEY:"),
+// and part of its explanation.
+struct Mistake {
+  const char* text;
+  const char* prefix;
+  const char* fragment;
+};
+
 }  // namespace loopr::config::test

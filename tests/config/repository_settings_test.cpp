@@ -11,17 +11,18 @@
 
 #include "config/settings.hpp"
 #include "tests/config/config_error.hpp"
+#include "tests/config/settings_merge.hpp"
 
 namespace loopr::config {
 namespace {
 
 using test::config_error;
+using test::kAdaEnv;
+using test::merged_settings;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-const EnvLookup kEnv = fixed_env({{"HOME", "/home/ada"}});
 
 RepoSettings repo_file(std::string_view text) {
   std::istringstream in{std::string(text)};
@@ -30,13 +31,6 @@ RepoSettings repo_file(std::string_view text) {
 
 std::string repo_file_error(std::string_view text) {
   return config_error([&] { repo_file(text); });
-}
-
-Settings merged(std::string_view text) {
-  Settings s = Settings::defaults();
-  std::istringstream in{std::string(text)};
-  s.merge_toml(in, "loopr.toml", kEnv);
-  return s;
 }
 
 TEST(RepositoryFile, CommandsAndWorktreeNeedsAreRead) {
@@ -87,12 +81,12 @@ TEST(RepositoryFile, PolicyTablesAreNotAllowedThere) {
 }
 
 TEST(RepositoryFile, MistakesNameTheKey) {
-  struct Mistake {
+  struct RepoMistake {
     std::string text;
     std::string start;
     std::string says;
   };
-  const Mistake mistakes[] = {
+  const RepoMistake mistakes[] = {
       {"[commands]\ntests = \"x\"\n",
        "/src/app/.loopr/loopr.toml:2: commands.tests:", "unknown key"},
       {"[commands]\ntest = 3\n", "/src/app/.loopr/loopr.toml:2: commands.test:", "a string"},
@@ -124,14 +118,14 @@ TEST(RepositoryFile, MistakesNameTheKey) {
       {"mode = \"off\"\n", "/src/app/.loopr/loopr.toml:1: mode:", "unknown key"},
       {"[commands\n", "/src/app/.loopr/loopr.toml:1: syntax error", ""},
   };
-  for (const Mistake& m : mistakes) {
+  for (const RepoMistake& m : mistakes) {
     const std::string error = repo_file_error(m.text);
     EXPECT_THAT(error, AllOf(StartsWith(m.start), HasSubstr(m.says))) << m.text;
   }
 }
 
 TEST(SettingsRepositories, EntriesAreReadWithTheirPathsExpanded) {
-  const Settings s = merged(R"(
+  const Settings s = merged_settings(R"(
 [commands]
 test = "ctest"
 
@@ -163,31 +157,33 @@ build = "make -j2"
 }
 
 TEST(SettingsRepositories, MistakesNameTheKey) {
-  EXPECT_THAT(
-      config_error([] { merged("[[repositories]]\n[repositories.commands]\ntest = \"x\"\n"); }),
-      AllOf(StartsWith("loopr.toml:1: repositories[0]:"), HasSubstr("needs path")));
-  EXPECT_THAT(config_error([] { merged("[[repositories]]\npath = \"src/app\"\n"); }),
+  EXPECT_THAT(config_error([] {
+                merged_settings("[[repositories]]\n[repositories.commands]\ntest = \"x\"\n");
+              }),
+              AllOf(StartsWith("loopr.toml:1: repositories[0]:"), HasSubstr("needs path")));
+  EXPECT_THAT(config_error([] { merged_settings("[[repositories]]\npath = \"src/app\"\n"); }),
               AllOf(StartsWith("loopr.toml:2: repositories[0].path:"), HasSubstr("absolute")));
   EXPECT_THAT(
-      config_error([] { merged("[[repositories]]\npath = \"/a\"\nsandbox = 1\n"); }),
+      config_error([] { merged_settings("[[repositories]]\npath = \"/a\"\nsandbox = 1\n"); }),
       AllOf(StartsWith("loopr.toml:3: repositories[0].sandbox:"), HasSubstr("unknown key")));
   EXPECT_THAT(
       config_error([] {
-        merged("[[repositories]]\npath = \"/a\"\n[repositories.commands]\ntset = \"x\"\n");
+        merged_settings("[[repositories]]\npath = \"/a\"\n[repositories.commands]\ntset = \"x\"\n");
       }),
       AllOf(StartsWith("loopr.toml:4: repositories[0].commands.tset:"), HasSubstr("unknown key")));
-  EXPECT_THAT(config_error([] {
-                merged("[[repositories]]\npath = \"/a\"\n[[repositories]]\npath = \"/a/\"\n");
-              }),
-              AllOf(StartsWith("loopr.toml:4: repositories[1].path:"), HasSubstr("has an entry")));
-  EXPECT_THAT(config_error([] { merged("[repositories]\npath = \"/a\"\n"); }),
+  EXPECT_THAT(
+      config_error([] {
+        merged_settings("[[repositories]]\npath = \"/a\"\n[[repositories]]\npath = \"/a/\"\n");
+      }),
+      AllOf(StartsWith("loopr.toml:4: repositories[1].path:"), HasSubstr("has an entry")));
+  EXPECT_THAT(config_error([] { merged_settings("[repositories]\npath = \"/a\"\n"); }),
               HasSubstr("repositories: must be an array of tables"));
 }
 
 // [[approval.rules]] (issue 27): read in order with where each was written;
 // every mistake names file:line and key; a repository's file only tightens.
 TEST(ApprovalRules, AreReadInOrderWithTheirPlace) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[approval]\ndefault = \"auto\"\n\n"
       "[[approval.rules]]\ncommand = [\"npm\", \"test\"]\ndecision = \"allow\"\n\n"
       "[[approval.rules]]\ncommand = [\"git\", \"push\"]\nargs_match = \"--force\"\n"
@@ -207,12 +203,12 @@ TEST(ApprovalRules, AreReadInOrderWithTheirPlace) {
 }
 
 TEST(ApprovalRules, MistakesNameFileLineAndKey) {
-  struct Mistake {
+  struct RepoMistake {
     std::string text;
     std::string start;
     std::string says;
   };
-  const Mistake mistakes[] = {
+  const RepoMistake mistakes[] = {
       {"[approval]\nrules = \"x\"\n", "loopr.toml:2: approval.rules:", "array of tables"},
       {"[[approval.rules]]\ncommand = []\ndecision = \"ask\"\n",
        "loopr.toml:2: approval.rules[0].command:", "list of words"},
@@ -234,8 +230,8 @@ TEST(ApprovalRules, MistakesNameFileLineAndKey) {
       {"[[approval.rules]]\ncommand = [\"ls\"]\ndecision = \"ask\"\ntool = \"x\"\n",
        "loopr.toml:4: approval.rules[0].tool:", "unknown key"},
   };
-  for (const Mistake& m : mistakes) {
-    EXPECT_THAT(config_error([&] { merged(m.text); }),
+  for (const RepoMistake& m : mistakes) {
+    EXPECT_THAT(config_error([&] { merged_settings(m.text); }),
                 AllOf(StartsWith(m.start), HasSubstr(m.says)))
         << m.text;
   }

@@ -6,29 +6,21 @@
 #include <sstream>
 
 #include "tests/config/config_error.hpp"
+#include "tests/config/settings_merge.hpp"
 #include "tests/support/temp_tree.hpp"
 
 namespace loopr::config {
 namespace {
 
 using test::config_error;
+using test::kAdaEnv;
+using test::merged_settings;
+using test::Mistake;
+using test::settings_error;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-const EnvLookup kEnv = fixed_env({{"HOME", "/home/ada"}});
-
-Settings merged(std::string_view text) {
-  Settings s = Settings::defaults();
-  std::istringstream in{std::string(text)};
-  s.merge_toml(in, "loopr.toml", kEnv);
-  return s;
-}
-
-std::string merge_error(std::string_view text) {
-  return config_error([&] { merged(text); });
-}
 
 TEST(SettingsDefaults, AreAWorkingSingleUserSetup) {
   const Settings s = Settings::defaults();
@@ -68,7 +60,7 @@ TEST(SettingsDefaults, AreAWorkingSingleUserSetup) {
 
 TEST(SettingsLoad, MissingFileGivesDefaults) {
   loopr::test::TempTree tree;
-  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  const Settings s = Settings::load(tree.path("loopr.toml"), kAdaEnv);
   EXPECT_EQ(s.lanes.at("no-net").slots, Settings::defaults().lanes.at("no-net").slots);
   EXPECT_TRUE(s.origins.empty());
 }
@@ -109,7 +101,7 @@ provider = "local"
 warm_workers = 0
 warm_worker_idle_s = 5
 )");
-  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  const Settings s = Settings::load(tree.path("loopr.toml"), kAdaEnv);
   EXPECT_EQ(s.daemon.log_level, LogLevel::debug);
   EXPECT_EQ(s.daemon.state_dir, "/home/ada/loopr-state");
   EXPECT_THAT(s.sandbox.read_paths, ElementsAre("/home/ada/.cargo", "/opt/sdk"));
@@ -130,7 +122,7 @@ warm_worker_idle_s = 5
 }
 
 TEST(SettingsApproval, ToolBeatsLaneBeatsDefault) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[approval]\ndefault = \"deny\"\n[approval.tools]\ngrep = \"auto\"\n"
       "[approval.lanes]\nno-net = \"ask\"\n");
   const Catalog c = Catalog::builtin();
@@ -143,24 +135,19 @@ TEST(SettingsApproval, SandboxOffMakesPrivilegedToolsAskByDefault) {
   const Catalog c = Catalog::builtin();
   const Settings on = Settings::defaults();
   EXPECT_EQ(on.approval_for(*c.find("run_command")), ApprovalPolicy::automatic);
-  const Settings off = merged("[sandbox]\nmode = \"off\"\n");
+  const Settings off = merged_settings("[sandbox]\nmode = \"off\"\n");
   EXPECT_EQ(off.sandbox.mode, SandboxMode::off);
   EXPECT_EQ(off.approval_for(*c.find("run_command")), ApprovalPolicy::ask);
   EXPECT_EQ(off.approval_for(*c.find("read_file")), ApprovalPolicy::automatic);
   const Settings explicit_auto =
-      merged("[sandbox]\nmode = \"off\"\n[approval.tools]\nrun_command = \"auto\"\n");
+      merged_settings("[sandbox]\nmode = \"off\"\n[approval.tools]\nrun_command = \"auto\"\n");
   EXPECT_EQ(explicit_auto.approval_for(*c.find("run_command")), ApprovalPolicy::automatic);
 }
 
-struct Mistake {
-  const char* text;
-  const char* prefix;    // "loopr.toml:LINE: KEY:"
-  const char* fragment;  // part of the explanation
-};
-
 TEST(SettingsWebFetch, AllowedNetworksAreReadAndNoneByDefault) {
   EXPECT_TRUE(Settings::defaults().web_fetch.allowed_networks.empty());
-  const Settings s = merged("[web_fetch]\nallowed_networks = [\"10.20.0.0/16\", \"fd00::/8\"]\n");
+  const Settings s =
+      merged_settings("[web_fetch]\nallowed_networks = [\"10.20.0.0/16\", \"fd00::/8\"]\n");
   EXPECT_EQ(s.web_fetch.allowed_networks, (std::vector<std::string>{"10.20.0.0/16", "fd00::/8"}));
 }
 
@@ -169,7 +156,7 @@ TEST(SettingsEgress, NetworksPortAndPerLaneDomainListsAreRead) {
   EXPECT_TRUE(d.allowed_networks.empty());
   EXPECT_EQ(d.port, 3128);
   EXPECT_TRUE(d.lanes.empty());
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[egress]\nallowed_networks = [\"10.20.0.0/16\"]\nport = 8118\n"
       "[egress.lanes.net]\nallow_domains = [\"github.com\", \"*.github.com\"]\n"
       "deny_domains = [\"gist.github.com\"]\n[egress.lanes.heavy]\ndeny_domains = []\n");
@@ -188,7 +175,7 @@ TEST(SettingsLanes, MemoryMayBeUnlimitedAndTheAddressSpaceLimitIsOffByDefault) {
     EXPECT_GT(lane.memory_mb.value_or(0), 0) << name;
     EXPECT_FALSE(lane.address_space_mb.has_value()) << name;
   }
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[lanes.heavy]\nmemory_mb = 0\naddress_space_mb = 16384\n"
       "[lanes.net]\naddress_space_mb = 0\n");
   EXPECT_EQ(s.lanes.at("heavy").memory_mb, 0);
@@ -209,7 +196,7 @@ TEST(SettingsWebSearch, NoProviderByDefaultAndEveryKindHasItsDefaults) {
 }
 
 TEST(SettingsWebSearch, TheProviderItsTableAndTheRetriesAreRead) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[web_search]\nprovider = \"google\"\nmax_retries = 1\nretry_base_delay_ms = 50\n"
       "retry_max_delay_ms = 900\nallowed_networks = [\"10.1.0.0/16\"]\n"
       "[web_search.google]\ncx = \"abc:123\"\napi_key_env = \"\"\n"
@@ -310,18 +297,18 @@ TEST(SettingsErrors, EachMistakeNamesFileLineAndKey) {
       {"[providers.anthropic]\nmax_retries = -1\n",
        "loopr.toml:2: providers.anthropic.max_retries:", "non-negative"},
       {"\n[llm]\nprovider = \"gemini\"\n", "loopr.toml:3: llm.provider:", "no provider named"},
-      {"[llm]\nfallback = [\"anthropic\", \"gemini\"]\n", "loopr.toml:2: llm.fallback:",
-       "no provider named \"gemini\""},
+      {"[llm]\nfallback = [\"anthropic\", \"gemini\"]\n",
+       "loopr.toml:2: llm.fallback:", "no provider named \"gemini\""},
       {"[llm]\nfallback = \"openai\"\n", "loopr.toml:2: llm.fallback:", ""},
-      {"[notify]\nwebhook_url = \"hooks.slack.com/x\"\n", "loopr.toml:2: notify.webhook_url:",
-       "http:// or https://"},
+      {"[notify]\nwebhook_url = \"hooks.slack.com/x\"\n",
+       "loopr.toml:2: notify.webhook_url:", "http:// or https://"},
       {"[notify]\nmax_per_minute = 0\n", "loopr.toml:2: notify.max_per_minute:", ""},
       {"[llm]\nmodel = \"x\"\n", "loopr.toml:2: llm.model:", "unknown key"},
       {"[daemon]\nsocket = \"/a\"\nsocket = \"/b\"\n", "loopr.toml:3: syntax error:", ""},
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);
-    const std::string message = merge_error(mistake.text);
+    const std::string message = settings_error(mistake.text);
     EXPECT_THAT(message, StartsWith(mistake.prefix));
     EXPECT_THAT(message, HasSubstr(mistake.fragment));
   }
@@ -372,7 +359,7 @@ TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
       {"oracle", "provider, model, max_tokens, max_files, max_file_bytes, max_total_bytes"},
   };
   for (const auto& [table, known] : tables) {
-    EXPECT_EQ(merge_error("[" + table + "]\nnot_a_key = 1\n"),
+    EXPECT_EQ(settings_error("[" + table + "]\nnot_a_key = 1\n"),
               "loopr.toml:2: " + table + ".not_a_key: unknown key; known keys are: " + known)
         << table;
   }
@@ -389,7 +376,8 @@ TEST(SettingsErrors, HomeNeededButUnset) {
 TEST(SettingsErrors, LoadNamesThePath) {
   loopr::test::TempTree tree;
   tree.write("loopr.toml", "[lanes.no-net]\nslots = 2\nnetwork = true\n");
-  const std::string message = config_error([&] { Settings::load(tree.path("loopr.toml"), kEnv); });
+  const std::string message =
+      config_error([&] { Settings::load(tree.path("loopr.toml"), kAdaEnv); });
   EXPECT_THAT(message, StartsWith(tree.path("loopr.toml") + ":3: lanes.no-net.network:"));
 }
 
@@ -397,14 +385,14 @@ TEST(SettingsValidate, UnknownLoopToolNamesItsLine) {
   loopr::test::TempTree tree;
   tree.write("loopr.toml",
              "[loops.code]\nmax_iterations = 3\ntools = [\"read_file\", \"bulid\"]\n");
-  const Settings s = Settings::load(tree.path("loopr.toml"), kEnv);
+  const Settings s = Settings::load(tree.path("loopr.toml"), kAdaEnv);
   const std::string message = config_error([&] { s.validate_against(Catalog::builtin()); });
   EXPECT_THAT(message, StartsWith(tree.path("loopr.toml") + ":3: loops.code.tools:"));
   EXPECT_THAT(message, HasSubstr("'bulid'"));
 }
 
 TEST(SettingsValidate, UnknownApprovalToolIsRefused) {
-  const Settings s = merged("[approval.tools]\n\nrun_comand = \"ask\"\n");
+  const Settings s = merged_settings("[approval.tools]\n\nrun_comand = \"ask\"\n");
   const std::string message = config_error([&] { s.validate_against(Catalog::builtin()); });
   EXPECT_THAT(message, StartsWith("loopr.toml:3: approval.tools.run_comand:"));
 }
@@ -416,14 +404,15 @@ TEST(SettingsValidate, AToolAddedToTheCatalogMayBeUsedByALoop) {
       "input_schema = '{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": "
       "false}'\n");
   c.merge_toml(catalog_text, "catalog.toml");
-  const Settings s = merged("[loops.code]\ntools = [\"read_file\", \"lint\", \"complete_task\"]\n");
+  const Settings s =
+      merged_settings("[loops.code]\ntools = [\"read_file\", \"lint\", \"complete_task\"]\n");
   EXPECT_NO_THROW(s.validate_against(c));
   EXPECT_THROW(s.validate_against(Catalog::builtin()), ConfigError);
 }
 
 TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
   const Settings s =
-      Settings::load(std::string(LOOPR_CONFIG_SOURCE_DIR) + "/loopr.example.toml", kEnv);
+      Settings::load(std::string(LOOPR_CONFIG_SOURCE_DIR) + "/loopr.example.toml", kAdaEnv);
   const Settings d = Settings::defaults();
   EXPECT_NO_THROW(s.validate_against(Catalog::builtin()));
   EXPECT_EQ(s.daemon.max_client_queue_bytes, d.daemon.max_client_queue_bytes);
@@ -482,7 +471,7 @@ TEST(SettingsExample, LoadsAndEqualsTheDefaults) {
 }
 
 TEST(SettingsLoops, PricesBudgetsHealthAndWorktreesAreRead) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[sandbox]\nworktree_roots = [\"/src\"]\n"
       "[worktrees]\nfolder = \"/src/.wt\"\n"
       "[prices.\"local-model\"]\ninput_usd_per_mtok = 0\noutput_usd_per_mtok = 1.5\n"
@@ -500,27 +489,27 @@ TEST(SettingsLoops, PricesBudgetsHealthAndWorktreesAreRead) {
   EXPECT_EQ(s.loop_health.repeated_call_limit, 5);
   EXPECT_FALSE(s.providers.at("local").stream);
   EXPECT_EQ(s.providers.at("local").context_window, 32768);
-  EXPECT_EQ(merged("[sandbox]\nworktree_roots = [\"/src\"]\n").worktree_folder(),
+  EXPECT_EQ(merged_settings("[sandbox]\nworktree_roots = [\"/src\"]\n").worktree_folder(),
             "/src/.loopr-worktrees");
 }
 
 TEST(SettingsLoops, MistakesNameTheKey) {
-  EXPECT_THAT(merge_error("[budgets.loop]\nusd = -1\n"), HasSubstr("budgets.loop.usd"));
-  EXPECT_THAT(merge_error("[budgets.loop]\nusd = \"lots\"\n"), HasSubstr("US dollars"));
-  EXPECT_THAT(merge_error("[budgets.loop]\ntokens = 5\n"), HasSubstr("tokens"));
-  EXPECT_THAT(merge_error("[budgets.weekly]\nusd = 5\n"), HasSubstr("budgets"));
-  EXPECT_THAT(merge_error("[prices.m]\ninput = 1\n"), HasSubstr("prices"));
-  EXPECT_THAT(merge_error("[loop_health]\nrepeated_call_limit = 0\n"),
+  EXPECT_THAT(settings_error("[budgets.loop]\nusd = -1\n"), HasSubstr("budgets.loop.usd"));
+  EXPECT_THAT(settings_error("[budgets.loop]\nusd = \"lots\"\n"), HasSubstr("US dollars"));
+  EXPECT_THAT(settings_error("[budgets.loop]\ntokens = 5\n"), HasSubstr("tokens"));
+  EXPECT_THAT(settings_error("[budgets.weekly]\nusd = 5\n"), HasSubstr("budgets"));
+  EXPECT_THAT(settings_error("[prices.m]\ninput = 1\n"), HasSubstr("prices"));
+  EXPECT_THAT(settings_error("[loop_health]\nrepeated_call_limit = 0\n"),
               HasSubstr("loop_health.repeated_call_limit"));
   EXPECT_THAT(
-      merge_error("[sandbox]\nworktree_roots = [\"/src\"]\n[worktrees]\nfolder = \"/tmp/x\"\n"),
+      settings_error("[sandbox]\nworktree_roots = [\"/src\"]\n[worktrees]\nfolder = \"/tmp/x\"\n"),
       HasSubstr("not beneath any [sandbox] worktree_roots"));
-  EXPECT_THAT(merge_error("[providers.anthropic]\nidle_timeout_ms = 5\n"),
+  EXPECT_THAT(settings_error("[providers.anthropic]\nidle_timeout_ms = 5\n"),
               HasSubstr("providers.anthropic.idle_timeout_ms"));
 }
 
 TEST(SettingsContext, ContextAndLintAreReadAndMistakesNameTheKey) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[commands]\nlint = \"ruff check {files}\"\nlint_files = [\"*.py\"]\n"
       "[context]\nhandoff_percent = 60\ntool_result_max_bytes = 8192\n"
       "instructions_files = [\"docs/AGENTS.md\"]\ninstructions_max_bytes = 0\n"
@@ -534,16 +523,17 @@ TEST(SettingsContext, ContextAndLintAreReadAndMistakesNameTheKey) {
   EXPECT_THAT(s.context.instructions_files, ElementsAre("docs/AGENTS.md"));
   EXPECT_EQ(s.context.instructions_max_bytes, 0);
   EXPECT_EQ(s.context.tree_max_bytes, 2048);
-  EXPECT_THAT(merge_error("[context]\nhandoff_percent = 99\n"),
+  EXPECT_THAT(settings_error("[context]\nhandoff_percent = 99\n"),
               HasSubstr("context.handoff_percent"));
-  EXPECT_THAT(merge_error("[context]\ntool_result_max_bytes = 10\n"),
+  EXPECT_THAT(settings_error("[context]\ntool_result_max_bytes = 10\n"),
               HasSubstr("context.tool_result_max_bytes"));
-  EXPECT_THAT(merge_error("[context.tool_result_max_bytes_by_tool]\ngrep = \"big\"\n"),
+  EXPECT_THAT(settings_error("[context.tool_result_max_bytes_by_tool]\ngrep = \"big\"\n"),
               HasSubstr("context.tool_result_max_bytes_by_tool.grep"));
-  EXPECT_THAT(merge_error("[context]\ninstructions_files = [\"../secret\"]\n"),
+  EXPECT_THAT(settings_error("[context]\ninstructions_files = [\"../secret\"]\n"),
               HasSubstr("without '..'"));
-  EXPECT_THAT(merge_error("[context]\nwindow = 5\n"), HasSubstr("window"));
-  EXPECT_THAT(merge_error("[commands]\nlint_files = \"*.py\"\n"), HasSubstr("commands.lint_files"));
+  EXPECT_THAT(settings_error("[context]\nwindow = 5\n"), HasSubstr("window"));
+  EXPECT_THAT(settings_error("[commands]\nlint_files = \"*.py\"\n"),
+              HasSubstr("commands.lint_files"));
 }
 
 TEST(SettingsPlans, DefaultsAreFourLoopsAtOnceAndNoPlanBudget) {
@@ -559,7 +549,7 @@ TEST(SettingsPlans, DefaultsAreFourLoopsAtOnceAndNoPlanBudget) {
 }
 
 TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[scheduler]\nmax_running = 0\nmax_running_plan = 1\nmax_running_spec = 2\n"
       "max_running_phase = 3\nmax_running_code = 5\n"
       "[merges]\nresolve_max_iterations = 7\n"
@@ -590,7 +580,7 @@ TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
   EXPECT_EQ(s.origins.at("worktrees.keep_finished_s").line, 18u);
   // The upper ends of the ranges.
   const Settings top =
-      merged("[merges]\nresolve_max_iterations = 100\n[worktrees]\nkeep_finished_s = 0\n");
+      merged_settings("[merges]\nresolve_max_iterations = 100\n[worktrees]\nkeep_finished_s = 0\n");
   EXPECT_EQ(top.merges.resolve_max_iterations, 100);
   EXPECT_EQ(top.worktrees.keep_finished_s, 0);
 }
@@ -598,7 +588,7 @@ TEST(SettingsPlans, SchedulerMergesPlanBudgetsSlotsAndWorktreeKeepAreRead) {
 TEST(SettingsWorktrees, IncludeAndSetupAreReadAndEmptyByDefault) {
   EXPECT_TRUE(Settings::defaults().worktrees.prep.include.empty());
   EXPECT_TRUE(Settings::defaults().worktrees.prep.setup.empty());
-  const Settings s = merged(
+  const Settings s = merged_settings(
       "[worktrees]\ninclude = [\"node_modules\", \"build/\", \"src/*.o\"]\n"
       "setup = \"npm ci --offline\"\n");
   EXPECT_EQ(s.worktrees.prep.include,
@@ -615,7 +605,7 @@ TEST(SettingsWorktrees, IncludeAndSetupAreReadAndEmptyByDefault) {
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);
-    const std::string message = merge_error(mistake.text);
+    const std::string message = settings_error(mistake.text);
     EXPECT_THAT(message, StartsWith(mistake.prefix));
     EXPECT_THAT(message, HasSubstr(mistake.fragment));
   }
@@ -658,7 +648,7 @@ TEST(SettingsPlans, EachMistakeNamesFileLineAndKey) {
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);
-    const std::string message = merge_error(mistake.text);
+    const std::string message = settings_error(mistake.text);
     EXPECT_THAT(message, StartsWith(mistake.prefix));
     EXPECT_THAT(message, HasSubstr(mistake.fragment));
   }
@@ -685,8 +675,8 @@ TEST(SettingsProviders, UnsetMaxTokensFitsTheWindow) {
   EXPECT_EQ(d.providers.at("openai").window(), 128000);
   EXPECT_EQ(d.providers.at("openai").max_tokens, 16000);
 
-  Settings s = merged(local_provider("context_window = 32768\n") +
-                      "[providers.demo]\nkind = \"scripted\"\nscript = \"/s.jsonl\"\n");
+  Settings s = merged_settings(local_provider("context_window = 32768\n") +
+                               "[providers.demo]\nkind = \"scripted\"\nscript = \"/s.jsonl\"\n");
   EXPECT_EQ(s.providers.at("local").window(), 32768);
   EXPECT_EQ(s.providers.at("local").max_tokens, 4096);
   EXPECT_EQ(s.providers.at("demo").window(), 200000);
@@ -695,26 +685,26 @@ TEST(SettingsProviders, UnsetMaxTokensFitsTheWindow) {
 
   // A window a later file sets counts: the unset max_tokens is fitted again.
   std::istringstream later("[providers.local]\ncontext_window = 8192\n");
-  s.merge_toml(later, "later.toml", kEnv);
+  s.merge_toml(later, "later.toml", kAdaEnv);
   EXPECT_EQ(s.providers.at("local").max_tokens, 1024);
 }
 
 TEST(SettingsProviders, ASetMaxTokensIsKeptBelowTheWindow) {
-  Settings s = merged(local_provider("context_window = 32768\nmax_tokens = 20000\n") +
-                      "[providers.anthropic]\nmax_tokens = 64000\n");
+  Settings s = merged_settings(local_provider("context_window = 32768\nmax_tokens = 20000\n") +
+                               "[providers.anthropic]\nmax_tokens = 64000\n");
   EXPECT_EQ(s.providers.at("local").max_tokens, 20000);
   EXPECT_EQ(s.providers.at("anthropic").max_tokens, 64000);
 
-  EXPECT_THAT(merge_error(local_provider("context_window = 32768\nmax_tokens = 32768\n")),
+  EXPECT_THAT(settings_error(local_provider("context_window = 32768\nmax_tokens = 32768\n")),
               AllOf(StartsWith("loopr.toml:7: providers.local.max_tokens: 32768 is not below the "
                                "context window (32768 tokens, context_window)"),
                     HasSubstr("leave it unset")));
-  EXPECT_THAT(merge_error("[providers.openai]\nmax_tokens = 200000\n"),
+  EXPECT_THAT(settings_error("[providers.openai]\nmax_tokens = 200000\n"),
               StartsWith("loopr.toml:2: providers.openai.max_tokens: 200000 is not below the "
                          "context window (128000 tokens, the default for kind \"openai\")"));
   // A window set by a later file is checked against the max_tokens set before.
   std::istringstream later("[providers.local]\ncontext_window = 16000\n");
-  EXPECT_THAT(config_error([&] { s.merge_toml(later, "later.toml", kEnv); }),
+  EXPECT_THAT(config_error([&] { s.merge_toml(later, "later.toml", kAdaEnv); }),
               StartsWith("loopr.toml:7: providers.local.max_tokens: 20000 is not below"));
 }
 
@@ -724,13 +714,14 @@ TEST(SettingsProviders, MaxTokensFieldDefaultsByHost) {
   EXPECT_EQ(d.providers.at("openai").max_tokens_field_to_send(), "max_completion_tokens");
   EXPECT_EQ(d.providers.at("openai").reasoning_effort, "");
 
-  const Settings s = merged(local_provider("") +
-                            "[providers.azure]\nkind = \"openai\"\n"
-                            "base_url = \"https://API.OpenAI.com:443/v1\"\nmodel = \"o4-mini\"\n"
-                            "api_key_env = \"K\"\nreasoning_effort = \"medium\"\n"
-                            "[providers.proxy]\nkind = \"openai\"\n"
-                            "base_url = \"https://api.openai.com.example.org/v1\"\n"
-                            "model = \"m\"\napi_key_env = \"K\"\n");
+  const Settings s =
+      merged_settings(local_provider("") +
+                      "[providers.azure]\nkind = \"openai\"\n"
+                      "base_url = \"https://API.OpenAI.com:443/v1\"\nmodel = \"o4-mini\"\n"
+                      "api_key_env = \"K\"\nreasoning_effort = \"medium\"\n"
+                      "[providers.proxy]\nkind = \"openai\"\n"
+                      "base_url = \"https://api.openai.com.example.org/v1\"\n"
+                      "model = \"m\"\napi_key_env = \"K\"\n");
   EXPECT_EQ(s.providers.at("local").max_tokens_field_to_send(), "max_tokens");
   EXPECT_EQ(s.providers.at("azure").max_tokens_field_to_send(), "max_completion_tokens");
   EXPECT_EQ(s.providers.at("azure").reasoning_effort, "medium");
@@ -738,7 +729,7 @@ TEST(SettingsProviders, MaxTokensFieldDefaultsByHost) {
 }
 
 TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortAreRead) {
-  const Settings s = merged(
+  const Settings s = merged_settings(
       local_provider("max_tokens_field = \"max_completion_tokens\"\nreasoning_effort = \"low\"\n") +
       "[providers.openai]\nmax_tokens_field = \"max_tokens\"\nreasoning_effort = \"\"\n");
   EXPECT_EQ(s.providers.at("local").max_tokens_field, "max_completion_tokens");
@@ -747,10 +738,11 @@ TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortAreRead) {
   EXPECT_EQ(s.providers.at("openai").max_tokens_field_to_send(), "max_tokens");
   EXPECT_EQ(s.providers.at("openai").reasoning_effort, "");
   for (const char* effort : {"minimal", "low", "medium", "high"}) {
-    EXPECT_EQ(merged(local_provider(std::string("reasoning_effort = \"") + effort + "\"\n"))
-                  .providers.at("local")
-                  .reasoning_effort,
-              effort);
+    EXPECT_EQ(
+        merged_settings(local_provider(std::string("reasoning_effort = \"") + effort + "\"\n"))
+            .providers.at("local")
+            .reasoning_effort,
+        effort);
   }
 }
 
@@ -778,7 +770,7 @@ TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortMistakes) {
   };
   for (const auto& mistake : mistakes) {
     SCOPED_TRACE(mistake.text);
-    const std::string message = merge_error(mistake.text);
+    const std::string message = settings_error(mistake.text);
     EXPECT_THAT(message, StartsWith(mistake.prefix));
     EXPECT_THAT(message, HasSubstr(mistake.fragment));
   }

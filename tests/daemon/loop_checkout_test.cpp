@@ -27,15 +27,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json edit_call(const std::string& id, const std::string& from, const std::string& to) {
-  return tool_call(id, "edit_file",
-                   {{"path", "answer.txt"}, {"old_string", from}, {"new_string", to}});
-}
-
-json complete_call(const std::string& id) {
-  return tool_call(id, "complete_task", {{"summary", "done"}});
-}
-
 json completing_turn(const std::string& id) {
   return turn({complete_call(id)}, {{"usage", usage(100, 10)}});
 }

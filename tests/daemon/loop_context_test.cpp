@@ -26,6 +26,7 @@
 
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/support/model_api_server.hpp"
+#include "tests/support/spawn_and_drain.hpp"
 
 namespace loopr::test {
 namespace {
@@ -35,18 +36,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-std::string sh(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
-    out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
-
 void write(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << text;
@@ -54,7 +43,7 @@ void write(const std::string& path, const std::string& text) {
 
 // A repository with instructions, 20 source files of ~6 KiB and an answer
 // the validation checks.
-void make_repo(const std::string& repo) {
+void make_context_repo(const std::string& repo) {
   write(repo + "/AGENTS.md", "Always run the checks before you finish.\n");
   write(repo + "/answer.txt", "41\n");
   for (int i = 0; i < 20; ++i) {
@@ -67,11 +56,11 @@ void make_repo(const std::string& repo) {
     std::snprintf(name, sizeof name, "/src/f%02d.c", i);
     write(repo + name, text);
   }
-  sh("cd '" + repo + "' && git init -q -b main && git add -A && " +
-     "git -c user.name=t -c user.email=t@t commit -q -m init");
+  shell_output("cd '" + repo + "' && git init -q -b main && git add -A && " +
+               "git -c user.name=t -c user.email=t@t commit -q -m init");
 }
 
-constexpr const char* kValidate = "grep -q 42 answer.txt";
+constexpr const char* kContextValidate = "grep -q 42 answer.txt";
 
 std::string provider_toml(const std::string& base_url, std::int64_t window,
                           const std::string& extra = "", const std::string& kind = "anthropic") {
@@ -83,8 +72,9 @@ std::string provider_toml(const std::string& base_url, std::int64_t window,
          std::to_string(window) + "\nmax_tokens = 2048\n" + extra;
 }
 
-json create_loop(const DaemonHarness& daemon, const std::string& task,
-                 const std::string& validate = kValidate, json extra = json::object()) {
+json create_context_loop(const DaemonHarness& daemon, const std::string& task,
+                         const std::string& validate = kContextValidate,
+                         json extra = json::object()) {
   json params = {{"type", "code"},
                  {"task", task},
                  {"repo", daemon.worktree()},
@@ -183,9 +173,9 @@ TEST_F(LoopContext, AConversationThatOutgrowsTheWindowHandsOffAndTheLoopComplete
   DaemonOptions options;
   options.extra_toml = provider_toml(server.base_url(), kWindow);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_context_repo(daemon.worktree());
   daemon.start();
-  const json loop = create_loop(daemon, "Make answer.txt hold 42.");
+  const json loop = create_context_loop(daemon, "Make answer.txt hold 42.");
   const json done = wait_final(daemon, loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   EXPECT_EQ(done["iteration"], 2);
@@ -262,9 +252,9 @@ TEST_P(LoopOverflow, AProvidersPromptIsTooLongInTheMiddleOfAnIterationHandsOff) 
   // first it hears of the limit.
   options.extra_toml = provider_toml(server.base_url(), 200000, "", kind);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_context_repo(daemon.worktree());
   daemon.start();
-  const json loop = create_loop(daemon, "Make answer.txt hold 42.");
+  const json loop = create_context_loop(daemon, "Make answer.txt hold 42.");
   const json done = wait_final(daemon, loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   const auto requests = server.requests();
@@ -313,9 +303,9 @@ TEST_F(LoopContext, AFiveMegabyteOutputReachesTheModelWithinTheCapAndReadOutputP
   DaemonOptions options;
   options.extra_toml = provider_toml(server.base_url(), 200000);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_context_repo(daemon.worktree());
   daemon.start();
-  const json loop = create_loop(daemon, "Read the numbers, then make answer.txt hold 42.");
+  const json loop = create_context_loop(daemon, "Read the numbers, then make answer.txt hold 42.");
   const json done = wait_final(daemon, loop["id"]);
   const std::string id = loop["id"];
   EXPECT_EQ(done["status"], "completed") << done.dump(2);
@@ -376,15 +366,15 @@ TEST_F(LoopContext, ReadFileOfALargeFilePagesWithTheOffsetToGoOnFrom) {
   DaemonOptions options;
   options.extra_toml = provider_toml(server.base_url(), 200000);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_context_repo(daemon.worktree());
   std::string big;
   for (int i = 1; i <= 3000; ++i)
     big += "line " + std::to_string(i) + " " + std::string(90, 'x') + "\n";
   write(daemon.worktree() + "/big.txt", big);
-  sh("cd '" + daemon.worktree() +
-     "' && git add -A && git -c user.name=t -c user.email=t@t commit -q -m big");
+  shell_output("cd '" + daemon.worktree() +
+               "' && git add -A && git -c user.name=t -c user.email=t@t commit -q -m big");
   daemon.start();
-  const json loop = create_loop(daemon, "Read big.txt, then make answer.txt hold 42.");
+  const json loop = create_context_loop(daemon, "Read big.txt, then make answer.txt hold 42.");
   const json done = wait_final(daemon, loop["id"]);
   EXPECT_EQ(done["status"], "completed") << done.dump(2);
   const auto results = steps_of(daemon, loop["id"], "tool_results");
@@ -424,16 +414,16 @@ TEST_F(LoopContext, LintProblemsAfterAnEditAndAMaxTokensStopReachTheModel) {
   options.extra_toml = "[commands]\nlint = \"sh lint.sh {files}\"\nlint_files = [\"*.py\"]\n" +
                        provider_toml(server.base_url(), 200000);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_context_repo(daemon.worktree());
   // It leaves a cache behind, as eslint --cache does: never committed.
   write(daemon.worktree() + "/lint.sh",
         "echo cached > .lintcache\n"
         "for f in \"$@\"; do grep -n TODO \"$f\" | sed \"s|^|$f:|; s|$| todo left|\"; done | "
         "grep . && exit 1; exit 0\n");
-  sh("cd '" + daemon.worktree() +
-     "' && git add -A && git -c user.name=t -c user.email=t@t commit -q -m lint");
+  shell_output("cd '" + daemon.worktree() +
+               "' && git add -A && git -c user.name=t -c user.email=t@t commit -q -m lint");
   daemon.start();
-  const json loop = create_loop(daemon, "Add tool.py, then make answer.txt hold 42.");
+  const json loop = create_context_loop(daemon, "Add tool.py, then make answer.txt hold 42.");
   const json done = wait_final(daemon, loop["id"]);
   EXPECT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   const auto requests = server.requests();
@@ -453,7 +443,7 @@ TEST_F(LoopContext, LintProblemsAfterAnEditAndAMaxTokensStopReachTheModel) {
   EXPECT_THAT(write_result, HasSubstr("tool.py:1:x = 1  # TODO todo left"));
   const std::string branch = done["branch"];
   const std::string names =
-      sh("git -C '" + daemon.worktree() + "' ls-tree -r --name-only " + branch);
+      shell_output("git -C '" + daemon.worktree() + "' ls-tree -r --name-only " + branch);
   EXPECT_THAT(names, HasSubstr("tool.py\n"));
   EXPECT_THAT(names, Not(HasSubstr(".lintcache"))) << names;
 }

@@ -17,19 +17,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json read_call(const std::string& id, const std::string& path = "answer.txt") {
-  return tool_call(id, "read_file", {{"path", path}});
-}
-
-json edit_call(const std::string& id) {
-  return tool_call(id, "edit_file",
-                   {{"path", "answer.txt"}, {"old_string", "41"}, {"new_string", "42"}});
-}
-
-json complete_call(const std::string& id) {
-  return tool_call(id, "complete_task", {{"summary", "answer.txt holds 42"}});
-}
-
 class LoopCrashTest : public ::testing::Test {
  protected:
   void start(const std::vector<json>& turns) {

@@ -133,6 +133,19 @@ json tool_call(const std::string& id, const std::string& name, json arguments) {
   return {{"id", id}, {"name", name}, {"arguments", std::move(arguments)}};
 }
 
+json read_call(const std::string& id, const std::string& path) {
+  return tool_call(id, "read_file", {{"path", path}});
+}
+
+json edit_call(const std::string& id, const std::string& from, const std::string& to) {
+  return tool_call(id, "edit_file",
+                   {{"path", "answer.txt"}, {"old_string", from}, {"new_string", to}});
+}
+
+json complete_call(const std::string& id, const std::string& summary) {
+  return tool_call(id, "complete_task", {{"summary", summary}});
+}
+
 json turn(std::vector<json> calls, json extra) {
   json out = extra.is_object() ? std::move(extra) : json::object();
   if (!calls.empty()) out["tool_calls"] = std::move(calls);

@@ -77,6 +77,15 @@ nlohmann::json turn(std::vector<nlohmann::json> calls,
                     nlohmann::json extra = nlohmann::json::object());
 nlohmann::json usage(std::int64_t input_tokens, std::int64_t output_tokens);
 
+// The calls that solve the sample project (make_sample_repo: answer.txt holds
+// 41): read_file of `path`, edit_file of answer.txt from `from` to `to`, and
+// complete_task with `summary`.
+nlohmann::json read_call(const std::string& id, const std::string& path = "answer.txt");
+nlohmann::json edit_call(const std::string& id, const std::string& from = "41",
+                         const std::string& to = "42");
+nlohmann::json complete_call(const std::string& id,
+                             const std::string& summary = "answer.txt holds 42");
+
 // Writes `turns` to `path` as JSON Lines; returns `path`.
 std::string write_session(const std::string& path, const std::vector<nlohmann::json>& turns);
 

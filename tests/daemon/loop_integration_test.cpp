@@ -18,19 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 using Session = ScriptedSession;
 
-json read_call(const std::string& id, const std::string& path = "answer.txt") {
-  return tool_call(id, "read_file", {{"path", path}});
-}
-
-json edit_call(const std::string& id, const std::string& from, const std::string& to) {
-  return tool_call(id, "edit_file",
-                   {{"path", "answer.txt"}, {"old_string", from}, {"new_string", to}});
-}
-
-json complete_call(const std::string& id) {
-  return tool_call(id, "complete_task", {{"summary", "answer.txt holds the answer now"}});
-}
-
 // The three turns that solve the sample project: read, edit, complete.
 std::vector<json> solving_turns(const std::string& from = "41") {
   return {turn({read_call("r1")}, {{"text", "Reading the answer."}, {"usage", usage(1000, 20)}}),

@@ -19,6 +19,7 @@
 
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/support/scripted_http_server.hpp"
+#include "tests/support/spawn_and_drain.hpp"
 
 namespace loopr::test {
 namespace {
@@ -27,18 +28,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
-
-std::string sh(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
-    out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,13 +38,13 @@ std::string read_all(const std::string& path) {
 
 // A repository whose validation (`grep -q "hello world" greeting.txt`) fails
 // until a typo is fixed.
-void make_repo(const std::string& repo) {
+void make_typo_repo(const std::string& repo) {
   std::ofstream(repo + "/greeting.txt") << "hello wrld\n";
-  sh("cd '" + repo + "' && git init -q -b main && git add -A && " +
-     "git -c user.name=t -c user.email=t@t commit -q -m init");
+  shell_output("cd '" + repo + "' && git init -q -b main && git add -A && " +
+               "git -c user.name=t -c user.email=t@t commit -q -m init");
 }
 
-constexpr const char* kValidate = "grep -q 'hello world' greeting.txt";
+constexpr const char* kTypoValidate = "grep -q 'hello world' greeting.txt";
 
 // The three calls of a loop that fixes the typo.
 struct Call {
@@ -210,12 +199,12 @@ struct LoopWatch {
   }
 };
 
-json create_loop(const DaemonHarness& daemon, const std::string& provider) {
+json create_provider_loop(const DaemonHarness& daemon, const std::string& provider) {
   json reply = daemon.call("loop.create", {{"type", "code"},
                                            {"task", "fix the typo in greeting.txt"},
                                            {"repo", daemon.worktree()},
                                            {"provider", provider},
-                                           {"validate", kValidate}});
+                                           {"validate", kTypoValidate}});
   EXPECT_TRUE(reply.contains("loop")) << reply.dump();
   return reply.value("loop", json::object());
 }
@@ -238,10 +227,10 @@ TEST(LoopProviders, AnAnthropicStreamedLoopRetriesA529ReadsEditsAndPasses) {
   options.extra_toml = provider_toml("anth", "anthropic", server.base_url(),
                                      "api_key_env = \"LOOPR_TEST_ANTHROPIC_KEY\"\n");
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   daemon.start();
   LoopWatch watch(daemon);
-  const json loop = create_loop(daemon, "anth");
+  const json loop = create_provider_loop(daemon, "anth");
   const json done = watch.wait_final(loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   EXPECT_EQ(done["usage"]["model_turns"], 3);
@@ -272,8 +261,8 @@ TEST(LoopProviders, AnAnthropicStreamedLoopRetriesA529ReadsEditsAndPasses) {
   EXPECT_THAT(messages, HasSubstr("\"tool_use_id\":\"toolu_2\""));
   EXPECT_THAT(messages, HasSubstr("hello wrld"));  // read_file's result reached the model
 
-  const std::string diff =
-      sh("git -C '" + daemon.worktree() + "' diff main..loop/" + done["id"].get<std::string>());
+  const std::string diff = shell_output("git -C '" + daemon.worktree() + "' diff main..loop/" +
+                                        done["id"].get<std::string>());
   EXPECT_THAT(diff, HasSubstr("+hello world"));
   EXPECT_EQ(read_all(daemon.worktree() + "/greeting.txt"),
             "hello wrld\n");  // user's tree untouched
@@ -288,10 +277,10 @@ TEST(LoopProviders, AnOpenAICompatibleServerWithoutKeyOrStreamingRunsALoop) {
   options.extra_toml = provider_toml("local", "openai", server.base_url() + "/v1",
                                      "api_key_env = \"\"\nstream = false\n");
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   daemon.start();
   LoopWatch watch(daemon);
-  const json loop = create_loop(daemon, "local");
+  const json loop = create_provider_loop(daemon, "local");
   const json done = watch.wait_final(loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   EXPECT_EQ(done["usage"]["input_tokens"], 270);
@@ -349,14 +338,14 @@ TEST_P(LoopKeyLeak, AnApiKeyNeverReachesAJobALogAnEventTheStoreATranscriptOrAnEr
   options.extra_toml =
       provider_toml("anth", "anthropic", server.base_url(), key_source + "stream = false\n");
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   daemon.start();
   if (from_env) ::unsetenv("LOOPR_TEST_LEAK_KEY");  // looprd has it; nothing else needs it
   LoopWatch watch(daemon);
-  const json first = create_loop(daemon, "anth");
+  const json first = create_provider_loop(daemon, "anth");
   const json first_done = watch.wait_final(first["id"]);
   ASSERT_EQ(first_done["status"], "completed") << first_done.dump(2);
-  const json second = create_loop(daemon, "anth");
+  const json second = create_provider_loop(daemon, "anth");
   const json second_done = watch.wait_final(second["id"]);
   ASSERT_EQ(second_done["status"], "failed");
   EXPECT_THAT(second_done["status_reason"].get<std::string>(), HasSubstr("[redacted]"));
@@ -425,10 +414,10 @@ TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsM
       anthropic_then_local(storm, local) +
       "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   daemon.start();
   LoopWatch watch(daemon);
-  const json loop = create_loop(daemon, "anth");
+  const json loop = create_provider_loop(daemon, "anth");
   const json done = watch.wait_final(loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   EXPECT_EQ(done["usage"]["model_turns"], 3);
@@ -473,14 +462,14 @@ TEST(LoopProviders, AFallbackIsNotAskedWhenAUsdBudgetCannotPriceItOrTheLoopIsPin
                                       "[llm]\nprovider = \"local\"\nfallback = [\"local\"]\n")
                : anthropic_then_local(storm, local);
     DaemonHarness daemon(options);
-    make_repo(daemon.worktree());
+    make_typo_repo(daemon.worktree());
     daemon.start();
     LoopWatch watch(daemon);
     json params = {{"type", "code"},
                    {"task", "fix the typo in greeting.txt"},
                    {"repo", daemon.worktree()},
                    {"provider", "anth"},
-                   {"validate", kValidate}};
+                   {"validate", kTypoValidate}};
     if (!pinned) params["budget"] = {{"usd", 1.0}};
     const json created = daemon.call("loop.create", params);
     ASSERT_TRUE(created.contains("loop")) << created.dump();
@@ -504,10 +493,10 @@ TEST(LoopProviders, ARefusedRequestIsNeverAskedOfTheFallback) {
   DaemonOptions options;
   options.extra_toml = anthropic_then_local(refusing, local);
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   daemon.start();
   LoopWatch watch(daemon);
-  const json loop = create_loop(daemon, "anth");
+  const json loop = create_provider_loop(daemon, "anth");
   const json done = watch.wait_final(loop["id"]);
   EXPECT_EQ(done["status"], "failed") << done.dump(2);
   EXPECT_THAT(done["status_reason"].get<std::string>(), HasSubstr("bad tools"));
@@ -532,7 +521,7 @@ TEST(LoopProviders, HooksAndAnFsmonitorPlantedInTheRepositoryNeverRun) {
   DaemonOptions options;
   options.extra_toml = "[providers.replay]\nkind = \"scripted\"\nscript = \"" + session + "\"\n";
   DaemonHarness daemon(options);
-  make_repo(daemon.worktree());
+  make_typo_repo(daemon.worktree());
   const std::string marker = scripts.path("ran");
   const std::string trap = "#!/bin/sh\necho \"$0\" >> '" + marker + "'\n";
   const std::string git_dir = daemon.worktree() + "/.git";
@@ -543,20 +532,20 @@ TEST(LoopProviders, HooksAndAnFsmonitorPlantedInTheRepositoryNeverRun) {
   }
   std::ofstream(scripts.path("fsmonitor.sh")) << trap;
   ::chmod(scripts.path("fsmonitor.sh").c_str(), 0755);
-  sh("git -C '" + daemon.worktree() + "' config core.fsmonitor '" + scripts.path("fsmonitor.sh") +
-     "'");
+  shell_output("git -C '" + daemon.worktree() + "' config core.fsmonitor '" +
+               scripts.path("fsmonitor.sh") + "'");
   // Plain git in the repository runs the traps: they are armed.
-  sh("cd '" + daemon.worktree() + "' && git status >/dev/null 2>&1");
+  shell_output("cd '" + daemon.worktree() + "' && git status >/dev/null 2>&1");
   ASSERT_TRUE(std::filesystem::exists(marker)) << "the traps are not armed";
   std::filesystem::remove(marker);
 
   daemon.start();
   LoopWatch watch(daemon);
-  const json loop = create_loop(daemon, "replay");
+  const json loop = create_provider_loop(daemon, "replay");
   const json done = watch.wait_final(loop["id"]);
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   const std::string id = done["id"];
-  EXPECT_THAT(sh("git -C '" + daemon.worktree() + "' log --oneline loop/" + id),
+  EXPECT_THAT(shell_output("git -C '" + daemon.worktree() + "' log --oneline loop/" + id),
               HasSubstr("iteration 1"));
   json deleted =
       daemon.call("loop.delete", {{"id", id}, {"remove_worktree", true}, {"remove_branch", false}});

@@ -149,17 +149,6 @@ TEST_F(MemoryDaemonTest, AnotherUsersNotesInTheSameDatabaseAreNeverReached) {
 
 // ---- in loops ----------------------------------------------------------------
 
-json read_call(const std::string& id) {
-  return tool_call(id, "read_file", {{"path", "answer.txt"}});
-}
-json edit_call(const std::string& id) {
-  return tool_call(id, "edit_file",
-                   {{"path", "answer.txt"}, {"old_string", "41"}, {"new_string", "42"}});
-}
-json complete_call(const std::string& id) {
-  return tool_call(id, "complete_task", {{"summary", "answer.txt holds 42"}});
-}
-
 TEST(MemoryLoopTest, ANoteOneLoopSavesIsFoundByTheNextLoopOfTheRepository) {
   TempTree scripts;
   const std::string first = write_session(

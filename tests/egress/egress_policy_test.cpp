@@ -8,7 +8,7 @@
 namespace loopr::egress {
 namespace {
 
-IpAddress ip(const char* text) {
+IpAddress address(const char* text) {
   return IpAddress::parse(text).value();
 }
 
@@ -64,7 +64,8 @@ TEST(EgressPolicy, DenyWinsOverAllowAndAnEmptyAllowListAllowsEveryName) {
 
 TEST(EgressPolicy, AddressesAreJudgedAsResolvedWithTheKeyThatWouldAllowThem) {
   const EgressPolicy policy = policy_with({}, {}, {"10.20.0.0/16"});
-  const auto metadata = policy.judge_address("net", "metadata.internal", 80, ip("169.254.169.254"));
+  const auto metadata =
+      policy.judge_address("net", "metadata.internal", 80, address("169.254.169.254"));
   ASSERT_TRUE(metadata);
   EXPECT_EQ(metadata->rule, "link-local");
   EXPECT_NE(metadata->message.find("169.254.169.254 (which metadata.internal resolves to) is "
@@ -73,14 +74,14 @@ TEST(EgressPolicy, AddressesAreJudgedAsResolvedWithTheKeyThatWouldAllowThem) {
       << metadata->message;
   EXPECT_NE(metadata->message.find("\"169.254.169.254/32\" to [egress] allowed_networks"),
             std::string::npos);
-  const auto literal = policy.judge_address("net", "::1", 80, ip("::1"));
+  const auto literal = policy.judge_address("net", "::1", 80, address("::1"));
   ASSERT_TRUE(literal);
   EXPECT_EQ(literal->rule, "loopback");
   EXPECT_NE(literal->message.find("[::1]:80"), std::string::npos) << literal->message;
-  EXPECT_EQ(policy.judge_address("net", "h", 1, ip("10.0.0.1"))->rule, "private");
-  EXPECT_EQ(policy.judge_address("net", "h", 1, ip("100.64.1.1"))->rule, "cgnat");
-  EXPECT_FALSE(policy.judge_address("net", "h", 1, ip("10.20.3.4")));  // allowed network
-  EXPECT_FALSE(policy.judge_address("net", "h", 1, ip("93.184.216.34")));
+  EXPECT_EQ(policy.judge_address("net", "h", 1, address("10.0.0.1"))->rule, "private");
+  EXPECT_EQ(policy.judge_address("net", "h", 1, address("100.64.1.1"))->rule, "cgnat");
+  EXPECT_FALSE(policy.judge_address("net", "h", 1, address("10.20.3.4")));  // allowed network
+  EXPECT_FALSE(policy.judge_address("net", "h", 1, address("93.184.216.34")));
 }
 
 }  // namespace

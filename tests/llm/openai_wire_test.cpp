@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 using wire_test::run_stream;
 
-WireOptions options(bool stream = false) {
+WireOptions openai_options(bool stream = false) {
   WireOptions out;
   out.base_url = "http://127.0.0.1:8080/v1";
   out.model = "local-model";
@@ -19,7 +19,7 @@ WireOptions options(bool stream = false) {
   return out;
 }
 
-ModelRequest sample_request() {
+ModelRequest sample_openai_request() {
   ModelRequest request;
   request.system = "You are careful.";
   request.max_tokens = 500;
@@ -40,7 +40,7 @@ ModelRequest sample_request() {
 }
 
 TEST(OpenAIWire, RequestBody) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   json expected = json::parse(R"({
     "model": "local-model",
     "max_tokens": 500,
@@ -63,13 +63,13 @@ TEST(OpenAIWire, RequestBody) {
     "tools": [{"type": "function", "function": {"name": "read_file",
                "description": "Reads a file", "parameters": {"type": "object"}}}]
   })");
-  HttpRequest http = wire.build_request(sample_request(), nullptr);
+  HttpRequest http = wire.build_request(sample_openai_request(), nullptr);
   EXPECT_EQ(json::parse(http.body), expected);
   EXPECT_EQ(http.url, "http://127.0.0.1:8080/v1/chat/completions");
 }
 
 TEST(OpenAIWire, MaxCompletionTokensAndReasoningEffort) {
-  WireOptions reasoning = options();
+  WireOptions reasoning = openai_options();
   reasoning.base_url = "https://api.openai.com/v1";
   reasoning.model = "o4-mini";
   reasoning.max_tokens_field = "max_completion_tokens";
@@ -98,12 +98,12 @@ TEST(OpenAIWire, MaxTokensAndNoReasoningEffortByDefault) {
   ModelRequest request;
   request.max_tokens = 4096;
   request.messages = {{Role::user, "hi", {}, {}}};
-  EXPECT_EQ(OpenAiWire(options()).request_body(request), json::parse(R"({
+  EXPECT_EQ(OpenAiWire(openai_options()).request_body(request), json::parse(R"({
     "model": "local-model",
     "max_tokens": 4096,
     "messages": [{"role": "user", "content": "hi"}]
   })"));
-  WireOptions local = options();
+  WireOptions local = openai_options();
   local.reasoning_effort = "low";
   EXPECT_EQ(OpenAiWire(local).request_body(request), json::parse(R"({
     "model": "local-model",
@@ -114,7 +114,7 @@ TEST(OpenAIWire, MaxTokensAndNoReasoningEffortByDefault) {
 }
 
 TEST(OpenAIWire, StreamingRequestAsksForUsage) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   ModelRequest request;
   request.messages = {{Role::user, "hi", {}, {}}};
   json body = wire.request_body(request);
@@ -125,23 +125,23 @@ TEST(OpenAIWire, StreamingRequestAsksForUsage) {
 }
 
 TEST(OpenAIWire, BearerOnlyWithAKey) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   Secret key("sk-abc");
   bool found = false;
-  for (const auto& [name, value] : wire.build_request(sample_request(), &key).headers) {
+  for (const auto& [name, value] : wire.build_request(sample_openai_request(), &key).headers) {
     if (name == "authorization") {
       EXPECT_EQ(value, "Bearer sk-abc");
       found = true;
     }
   }
   EXPECT_TRUE(found);
-  for (const auto& [name, value] : wire.build_request(sample_request(), nullptr).headers) {
+  for (const auto& [name, value] : wire.build_request(sample_openai_request(), nullptr).headers) {
     EXPECT_NE(name, "authorization");
   }
 }
 
 TEST(OpenAIWire, ParseResponse) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   auto turn = wire.parse_response(R"({
     "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test",
     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
@@ -163,7 +163,7 @@ TEST(OpenAIWire, ParseResponse) {
 }
 
 TEST(OpenAIWire, FinishReasons) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   for (auto [text, reason] :
        {std::pair{"stop", StopReason::end_turn}, std::pair{"length", StopReason::max_tokens},
         std::pair{"content_filter", StopReason::refusal},
@@ -183,7 +183,7 @@ TEST(OpenAIWire, FinishReasons) {
 }
 
 TEST(OpenAIWire, ParseResponseRejectsOtherShapes) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   for (const char* body : {"", "nope", "[]", R"({"choices": []})", R"({"choices": [{}]})"}) {
     auto turn = wire.parse_response(body);
     ASSERT_FALSE(turn) << body;
@@ -192,7 +192,7 @@ TEST(OpenAIWire, ParseResponseRejectsOtherShapes) {
 }
 
 TEST(OpenAIWire, ErrorMessages) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   EXPECT_EQ(wire.error_message(R"({"error":{"message":"Incorrect API key provided",
                                   "type":"invalid_request_error","code":"invalid_api_key"}})"),
             "invalid_request_error: Incorrect API key provided");
@@ -204,7 +204,7 @@ TEST(OpenAIWire, ErrorMessages) {
 }
 
 TEST(OpenAIWire, ContextOverflowShapes) {
-  OpenAiWire wire(options());
+  OpenAiWire wire(openai_options());
   struct Case {
     long status;
     const char* body;
@@ -248,9 +248,11 @@ TEST(OpenAIWire, ContextOverflowShapes) {
 
 TEST(OpenAIWire, ContextOverflowInAWholeAnswer) {
   // Some servers answer 200 with an error object.
-  auto turn = OpenAiWire(options()).parse_response(
-      R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, )"
-      R"(your messages resulted in 130000 tokens.","code":"context_length_exceeded"}})");
+  auto turn =
+      OpenAiWire(openai_options())
+          .parse_response(
+              R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, )"
+              R"(your messages resulted in 130000 tokens.","code":"context_length_exceeded"}})");
   ASSERT_FALSE(turn);
   EXPECT_EQ(turn.error().code, errc::context_overflow);
   EXPECT_EQ(turn.error().details, json({{"prompt_tokens", 130000}, {"context_window", 128000}}));
@@ -285,7 +287,7 @@ std::string tool_stream() {
 }
 
 TEST(OpenAIWire, StreamedToolCallsReassembledByIndex) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   auto outcome = run_stream(wire, {tool_stream()});
   ASSERT_TRUE(outcome.turn) << outcome.turn.error().message;
   EXPECT_TRUE(outcome.complete);
@@ -301,7 +303,7 @@ TEST(OpenAIWire, StreamedToolCallsReassembledByIndex) {
 }
 
 TEST(OpenAIWire, StreamSplitAtEveryByteGivesTheSameTurn) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   std::string all_text = tool_stream();
   std::string_view all = all_text;
   auto whole = run_stream(wire, {all});
@@ -315,7 +317,7 @@ TEST(OpenAIWire, StreamSplitAtEveryByteGivesTheSameTurn) {
 }
 
 TEST(OpenAIWire, StreamWithoutUsageOrDoneButWithFinishReason) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   std::string s =
       chunk(json::parse(R"({"choices":[{"index":0,"delta":{"content":"hi"}}]})")) +
       chunk(json::parse(
@@ -331,7 +333,7 @@ TEST(OpenAIWire, StreamWithoutUsageOrDoneButWithFinishReason) {
 }
 
 TEST(OpenAIWire, TruncatedStreamIsRetryable) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   auto outcome = run_stream(
       wire, {chunk(json::parse(R"({"choices":[{"index":0,"delta":{"content":"hi"}}]})"))});
   ASSERT_FALSE(outcome.turn);
@@ -339,7 +341,7 @@ TEST(OpenAIWire, TruncatedStreamIsRetryable) {
 }
 
 TEST(OpenAIWire, ErrorChunkMidStream) {
-  OpenAiWire wire(options(true));
+  OpenAiWire wire(openai_options(true));
   auto outcome = run_stream(
       wire, {chunk(json::parse(R"({"error":{"message":"overloaded","type":"server_error"}})"))});
   ASSERT_FALSE(outcome.turn);

@@ -19,6 +19,7 @@
 #include "tests/runner/runner_harness.hpp"
 #include "tests/support/http_test_server.hpp"
 #include "tests/support/temp_tree.hpp"
+#include "tests/support/text_checks.hpp"
 
 namespace loopr::test {
 namespace {
@@ -29,10 +30,6 @@ const char* const kNetworkLanes[] = {"net", "heavy"};
 
 std::string both(const json& result) {
   return result.value("stdout", "") + result.value("stderr", "");
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The host's first non-loopback IPv4 address, or empty.

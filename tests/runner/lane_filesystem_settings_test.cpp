@@ -107,7 +107,7 @@ proto::JobResult run_in(RunnerHarness& runner, const std::string& worktree, cons
   }
 }
 
-json shell_in(RunnerHarness& runner, const std::string& worktree, const std::string& command) {
+json run_shell_in(RunnerHarness& runner, const std::string& worktree, const std::string& command) {
   const auto result = run_in(runner, worktree, "run_command", {{"command", command}});
   EXPECT_EQ(result.status, proto::JobStatus::success)
       << (result.error ? *result.error : "") << " " << result.output << result.stderr_bytes;
@@ -115,7 +115,7 @@ json shell_in(RunnerHarness& runner, const std::string& worktree, const std::str
   return parsed.is_discarded() ? json() : parsed;
 }
 
-std::string text(const json& result) {
+std::string both_streams(const json& result) {
   return result.value("stdout", "") + result.value("stderr", "");
 }
 
@@ -124,20 +124,21 @@ std::string text(const json& result) {
 void expect_hidden_from(RunnerHarness& runner, const HomeLikeRoot& home,
                         const std::string& worktree) {
   for (const char* folder : {".config/loopr", ".local/state/loopr", ".run/loopr"}) {
-    const auto listed = shell_in(runner, worktree, "ls -A " + home.path(folder) + " | wc -l");
-    EXPECT_EQ(listed.value("stdout", ""), "0\n") << folder << ": " << text(listed);
+    const auto listed = run_shell_in(runner, worktree, "ls -A " + home.path(folder) + " | wc -l");
+    EXPECT_EQ(listed.value("stdout", ""), "0\n") << folder << ": " << both_streams(listed);
   }
-  const auto read = shell_in(runner, worktree,
-                             "cat " + home.path(".config/loopr/loopr.toml") + " " +
-                                 home.path(".local/state/loopr/store.db") + " " +
-                                 home.path(".run/loopr/token") + "; echo status=$?");
-  EXPECT_EQ(text(read).find("secret"), std::string::npos) << text(read);
-  EXPECT_NE(text(read).find("status=1"), std::string::npos) << text(read);
-  const auto found = shell_in(runner, worktree, "grep -rs secret " + home.path() + "; echo done");
-  EXPECT_EQ(text(found).find("secret-"), std::string::npos) << text(found);
-  const auto write = shell_in(
+  const auto read = run_shell_in(runner, worktree,
+                                 "cat " + home.path(".config/loopr/loopr.toml") + " " +
+                                     home.path(".local/state/loopr/store.db") + " " +
+                                     home.path(".run/loopr/token") + "; echo status=$?");
+  EXPECT_EQ(both_streams(read).find("secret"), std::string::npos) << both_streams(read);
+  EXPECT_NE(both_streams(read).find("status=1"), std::string::npos) << both_streams(read);
+  const auto found =
+      run_shell_in(runner, worktree, "grep -rs secret " + home.path() + "; echo done");
+  EXPECT_EQ(both_streams(found).find("secret-"), std::string::npos) << both_streams(found);
+  const auto write = run_shell_in(
       runner, worktree, "echo x > " + home.path(".local/state/loopr/planted") + "; echo status=$?");
-  EXPECT_EQ(text(write).find("status=0"), std::string::npos) << text(write);
+  EXPECT_EQ(both_streams(write).find("status=0"), std::string::npos) << both_streams(write);
   EXPECT_FALSE(std::filesystem::exists(home.path(".local/state/loopr/planted")));
 }
 
@@ -151,8 +152,8 @@ TEST_P(LaneFilesystemSettings, ARootHoldingLooprdsFoldersStartsAndTheyStayHidden
 
   // A job in a worktree under that root runs, and writes there.
   const auto in_project =
-      shell_in(runner, home.path("project"), "cat notes.txt && echo made > made.txt");
-  EXPECT_EQ(in_project.value("stdout", ""), "visible\n") << text(in_project);
+      run_shell_in(runner, home.path("project"), "cat notes.txt && echo made > made.txt");
+  EXPECT_EQ(in_project.value("stdout", ""), "visible\n") << both_streams(in_project);
   EXPECT_TRUE(std::filesystem::exists(home.path("project/made.txt")));
   expect_hidden_from(runner, home, home.path("project"));
 
@@ -160,8 +161,8 @@ TEST_P(LaneFilesystemSettings, ARootHoldingLooprdsFoldersStartsAndTheyStayHidden
   // files, but not what is in looprd's folders: not by command, not by
   // read_file.
   const auto in_home =
-      shell_in(runner, home.path(), "cat project/notes.txt && echo made > made-in-home.txt");
-  EXPECT_EQ(in_home.value("stdout", ""), "visible\n") << text(in_home);
+      run_shell_in(runner, home.path(), "cat project/notes.txt && echo made > made-in-home.txt");
+  EXPECT_EQ(in_home.value("stdout", ""), "visible\n") << both_streams(in_home);
   EXPECT_TRUE(std::filesystem::exists(home.path("made-in-home.txt")));
   expect_hidden_from(runner, home, home.path());
   const auto read_file =
@@ -188,13 +189,13 @@ TEST(LaneFilesystemSettingsHidden, AHiddenPathInsideAWorktreeIsHiddenFromItsJobs
   ASSERT_EQ(::waitpid(runner.pid(), nullptr, WNOHANG), 0)
       << "the lane did not start: " << runner.runner_stderr();
   const std::string worktree = root.path("wt");
-  const auto out = shell_in(runner, worktree,
-                            "cat src/main.c; ls -A private | wc -l; cat private/key; "
-                            "echo x > private/planted; echo status=$?");
-  EXPECT_NE(text(out).find("int main"), std::string::npos) << text(out);
-  EXPECT_EQ(text(out).find("secret-key"), std::string::npos) << text(out);
-  EXPECT_NE(text(out).find("\n0\n"), std::string::npos) << text(out);
-  EXPECT_EQ(text(out).find("status=0"), std::string::npos) << text(out);
+  const auto out = run_shell_in(runner, worktree,
+                                "cat src/main.c; ls -A private | wc -l; cat private/key; "
+                                "echo x > private/planted; echo status=$?");
+  EXPECT_NE(both_streams(out).find("int main"), std::string::npos) << both_streams(out);
+  EXPECT_EQ(both_streams(out).find("secret-key"), std::string::npos) << both_streams(out);
+  EXPECT_NE(both_streams(out).find("\n0\n"), std::string::npos) << both_streams(out);
+  EXPECT_EQ(both_streams(out).find("status=0"), std::string::npos) << both_streams(out);
   EXPECT_FALSE(root.exists("wt/private/planted"));
   const auto read_file = run_in(runner, worktree, "read_file", {{"path", "private/key"}});
   EXPECT_EQ(read_file.output.find("secret-key"), std::string::npos) << read_file.output;
@@ -247,14 +248,14 @@ TEST(LaneFilesystemSettingsRoots, NestedRootsWorkInEitherOrder) {
                                      : std::vector<std::string>{"--root", outer, "--root", inner};
     RunnerHarness runner(options);
     for (const std::string& worktree : {inner_wt, outer_wt}) {
-      const auto out = shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
-      EXPECT_EQ(out.value("stdout", ""), "made\n") << worktree << ": " << text(out);
+      const auto out = run_shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
+      EXPECT_EQ(out.value("stdout", ""), "made\n") << worktree << ": " << both_streams(out);
       EXPECT_TRUE(std::filesystem::exists(worktree + "/made.txt")) << worktree;
       std::filesystem::remove(worktree + "/made.txt");
     }
     // Still private: a job of the outer root's worktree cannot see the inner one's.
-    const auto peek = shell_in(runner, outer_wt, "ls " + inner_wt + " 2>&1; echo status=$?");
-    EXPECT_EQ(text(peek).find("status=0"), std::string::npos) << text(peek);
+    const auto peek = run_shell_in(runner, outer_wt, "ls " + inner_wt + " 2>&1; echo status=$?");
+    EXPECT_EQ(both_streams(peek).find("status=0"), std::string::npos) << both_streams(peek);
   }
 }
 
@@ -272,17 +273,17 @@ TEST(LaneFilesystemSettingsRoots, ARootInsideAPrivateFolderWorks) {
   RunnerHarness runner(options);
   ASSERT_EQ(::waitpid(runner.pid(), nullptr, WNOHANG), 0)
       << "the lane did not start: " << runner.runner_stderr();
-  const auto out = shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
-  EXPECT_EQ(out.value("stdout", ""), "made\n") << text(out);
+  const auto out = run_shell_in(runner, worktree, "echo made > made.txt && cat made.txt");
+  EXPECT_EQ(out.value("stdout", ""), "made\n") << both_streams(out);
   EXPECT_TRUE(std::filesystem::exists(worktree + "/made.txt"));
   // As root the runner (nobody by then) could not pass through the folder:
   // the lane shows an empty cover in its place, so its other files are not
   // there. (An ordinary user owns the folder and passes through it; its
   // files are then as readable as the rest of the host.)
   if (::getuid() == 0) {
-    const auto peek =
-        shell_in(runner, worktree, "cat " + private_folder.path("secret.txt") + " 2>&1; echo done");
-    EXPECT_EQ(text(peek).find("private-secret"), std::string::npos) << text(peek);
+    const auto peek = run_shell_in(runner, worktree,
+                                   "cat " + private_folder.path("secret.txt") + " 2>&1; echo done");
+    EXPECT_EQ(both_streams(peek).find("private-secret"), std::string::npos) << both_streams(peek);
   }
 }
 

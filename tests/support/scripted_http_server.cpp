@@ -24,7 +24,7 @@ constexpr std::size_t kMaxBodyBytes = std::size_t{64} << 20;
 // How long the server waits for a slow client before giving up on it.
 constexpr std::chrono::milliseconds kClientTimeout{5000};
 
-std::string reason_phrase(int status) {
+std::string status_reason(int status) {
   switch (status) {
     case 200:
       return "OK";
@@ -88,7 +88,7 @@ bool pause_while_client_waits(int stop_fd, int client, std::chrono::milliseconds
 
 ScriptedReply ScriptedReply::json(int status, const std::string& body,
                                   std::vector<std::pair<std::string, std::string>> headers) {
-  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + status_reason(status) + "\r\n";
   const bool has_type = std::any_of(headers.begin(), headers.end(),
                                     [](const auto& h) { return lower(h.first) == "content-type"; });
   if (!has_type) head += "Content-Type: application/json\r\n";

@@ -119,4 +119,8 @@ SpawnedRun spawn_and_drain(const std::string& binary, const std::vector<std::str
   return run;
 }
 
+std::string shell_output(const std::string& command) {
+  return spawn_and_drain("/bin/sh", {"-c", command}).out;
+}
+
 }  // namespace loopr::test

@@ -37,4 +37,8 @@ struct SpawnedRun {
 SpawnedRun spawn_and_drain(const std::string& binary, const std::vector<std::string>& args,
                            const SpawnOptions& options = {});
 
+// What `/bin/sh -c command` writes to stdout (its stderr is dropped), for a
+// test's setup steps (git init, ...). Throws as spawn_and_drain does.
+std::string shell_output(const std::string& command);
+
 }  // namespace loopr::test

@@ -4,14 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/text_checks.hpp"
+
 namespace loopr::tool {
 namespace {
 
+using test::contains;
 using Offsets = std::vector<std::size_t>;
-
-bool mentions(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(FindOccurrences, OverlappingTellsOneMatchFromSeveral) {
   EXPECT_EQ(find_occurrences("aaa", "aa", 10, true), (Offsets{0, 1}));
@@ -118,7 +117,7 @@ TEST(DescribeDifference, IndentWidthAndTrailingSpaces) {
             "line 11 is indented with 8 spaces in the file, 4 spaces in old_string");
   EXPECT_EQ(describe_difference("x = 1;  \ny = 2;", "x = 1;\ny = 2;", 3),
             "line 3 ends with 2 spaces in the file, nothing in old_string");
-  EXPECT_TRUE(mentions(describe_difference("f(a,  b);", "f(a, b);", 1), "spacing inside line 1"));
+  EXPECT_TRUE(contains(describe_difference("f(a,  b);", "f(a, b);", 1), "spacing inside line 1"));
 }
 
 TEST(DescribeDifference, ShowsTheFirstDifferingTextWithContext) {
@@ -132,30 +131,30 @@ TEST(DescribeDifference, ShowsTheFirstDifferingTextWithContext) {
       "line 3: the file has «, verbose);» where old_string has «, verbos);»");
   const std::string two =
       describe_difference("a = 1;\nb = 2;\nc = 3;", "a = 1;\nb = 5;\nc = 4;", 1);
-  EXPECT_TRUE(mentions(two, "line 2: the file has «b = 2;» where old_string has «b = 5;»")) << two;
-  EXPECT_TRUE(mentions(two, "2 lines differ in text")) << two;
+  EXPECT_TRUE(contains(two, "line 2: the file has «b = 2;» where old_string has «b = 5;»")) << two;
+  EXPECT_TRUE(contains(two, "2 lines differ in text")) << two;
 }
 
 TEST(DescribeDifference, SaysWhenTheFileEndsBeforeTheRegion) {
   const std::string said = describe_difference("a\nb", "a\nb\nc", 1);
-  EXPECT_TRUE(mentions(said, "old_string has 3 lines but the file ends after 2")) << said;
+  EXPECT_TRUE(contains(said, "old_string has 3 lines but the file ends after 2")) << said;
 }
 
 TEST(RecognisedMistake, LineNumbersCopiedFromReadFile) {
   const auto said =
       recognised_mistake("int a;\n\nint b;\n", "     1|int a;\n     2|\n     3|int b;\n");
   ASSERT_TRUE(said);
-  EXPECT_TRUE(mentions(*said, "line-number prefixes")) << *said;
-  EXPECT_FALSE(mentions(*said, "does not match exactly either")) << *said;
+  EXPECT_TRUE(contains(*said, "line-number prefixes")) << *said;
+  EXPECT_FALSE(contains(*said, "does not match exactly either")) << *said;
   const auto also_wrong = recognised_mistake("int a;\n", "     1|int z;\n");
   ASSERT_TRUE(also_wrong);
-  EXPECT_TRUE(mentions(*also_wrong, "does not match exactly either"));
+  EXPECT_TRUE(contains(*also_wrong, "does not match exactly either"));
 }
 
 TEST(RecognisedMistake, EscapesWrittenOutAsText) {
   const auto said = recognised_mistake("a\n\tb \"c\"\n", "a\\n\\tb \\\"c\\\"");
   ASSERT_TRUE(said);
-  EXPECT_TRUE(mentions(*said, "escape sequences")) << *said;
+  EXPECT_TRUE(contains(*said, "escape sequences")) << *said;
   // A backslash the file has too is no mistake.
   EXPECT_FALSE(recognised_mistake("puts(\"x\\n\");\n", "puts(\"y\\n\");"));
 }
@@ -163,7 +162,7 @@ TEST(RecognisedMistake, EscapesWrittenOutAsText) {
 TEST(RecognisedMistake, CarriageReturnsTheFileLacks) {
   const auto said = recognised_mistake("a\nb\n", "a\r\nc\r\n");
   ASSERT_TRUE(said);
-  EXPECT_TRUE(mentions(*said, "carriage returns")) << *said;
+  EXPECT_TRUE(contains(*said, "carriage returns")) << *said;
   EXPECT_FALSE(recognised_mistake("a\nb\n", "a\nc\n"));
 }
 

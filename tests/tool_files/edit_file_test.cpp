@@ -6,6 +6,7 @@
 #include "loopr-tool/atomic_write.hpp"
 #include "loopr-tool/content_hash.hpp"
 #include "loopr-tool/edit_diagnosis.hpp"
+#include "tests/support/text_checks.hpp"
 #include "tests/tool_files/tool_fixture.hpp"
 
 namespace loopr::test {
@@ -29,16 +30,6 @@ class EditFile : public ToolTest {
     return err(edit_file, {{"path", path}, {"old_string", old_string}, {"new_string", new_string}});
   }
 };
-
-bool mentions(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
-
-mode_t mode_of(const std::string& path) {
-  struct stat st {};
-  ::stat(path.c_str(), &st);
-  return st.st_mode & 07777;
-}
 
 TEST_F(EditFile, ReplacesTheOnlyMatchAndShowsTheChangedLines) {
   tree_.write("a.c", "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
@@ -76,9 +67,9 @@ TEST_F(EditFile, SeveralMatchesAreAmbiguousAndListTheirLines) {
   tree_.write("a.txt", "return 0;\nx;\nreturn 0;\n\nreturn 0;\n");
   const auto e = edit_error("a.txt", "return 0;", "return 1;");
   EXPECT_EQ(e.code, errc::ambiguous_match);
-  EXPECT_TRUE(mentions(e.message, "matches 3 places")) << e.message;
-  EXPECT_TRUE(mentions(e.message, "lines 1, 3, 5")) << e.message;
-  EXPECT_TRUE(mentions(e.hint, "replace_all")) << e.hint;
+  EXPECT_TRUE(contains(e.message, "matches 3 places")) << e.message;
+  EXPECT_TRUE(contains(e.message, "lines 1, 3, 5")) << e.message;
+  EXPECT_TRUE(contains(e.hint, "replace_all")) << e.hint;
   EXPECT_EQ(e.details["match_lines"], (json{1, 3, 5}));
   EXPECT_EQ(tree_.read("a.txt"), "return 0;\nx;\nreturn 0;\n\nreturn 0;\n");
 }
@@ -92,11 +83,11 @@ TEST_F(EditFile, NoMatchShowsTheNearestCandidateWithTabsVisible) {
   tree_.write("greet.c", "int main(void) {\n\tprintf(\"hi\\n\");\n\treturn 0;\n}\n");
   const auto e = edit_error("greet.c", "    return 0;", "    return 1;");
   EXPECT_EQ(e.code, errc::no_match);
-  EXPECT_TRUE(mentions(e.message, "lines 3-3")) << e.message;
-  EXPECT_TRUE(mentions(e.message, "     3|→return 0;")) << e.message;
-  EXPECT_TRUE(mentions(e.message, "the file indents with tabs, old_string with spaces"))
+  EXPECT_TRUE(contains(e.message, "lines 3-3")) << e.message;
+  EXPECT_TRUE(contains(e.message, "     3|→return 0;")) << e.message;
+  EXPECT_TRUE(contains(e.message, "the file indents with tabs, old_string with spaces"))
       << e.message;
-  EXPECT_TRUE(mentions(e.hint, "offset=3")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "offset=3")) << e.hint;
   EXPECT_EQ(e.details["nearest"]["first_line"], 3);
   EXPECT_EQ(e.details["nearest"]["similarity"], 1.0);
 }
@@ -105,12 +96,12 @@ TEST_F(EditFile, NoMatchShowsTrailingSpacesAndTextDifferences) {
   tree_.write("a.py", "def f():\n    x = 1  \n    return x\n");
   const auto spaces = edit_error("a.py", "    x = 1\n    return x", "    x = 2\n    return x");
   EXPECT_EQ(spaces.code, errc::no_match);
-  EXPECT_TRUE(mentions(spaces.message, "     2|    x = 1··")) << spaces.message;
+  EXPECT_TRUE(contains(spaces.message, "     2|    x = 1··")) << spaces.message;
   EXPECT_TRUE(
-      mentions(spaces.message, "line 2 ends with 2 spaces in the file, nothing in old_string"))
+      contains(spaces.message, "line 2 ends with 2 spaces in the file, nothing in old_string"))
       << spaces.message;
   const auto typo = edit_error("a.py", "    retrun x", "    return y");
-  EXPECT_TRUE(mentions(typo.message, "the file has «return x» where old_string has «retrun x»"))
+  EXPECT_TRUE(contains(typo.message, "the file has «return x» where old_string has «retrun x»"))
       << typo.message;
 }
 
@@ -118,15 +109,15 @@ TEST_F(EditFile, NoMatchWithNothingSimilarSaysSo) {
   tree_.write("a.txt", "alpha\nbeta\n");
   const auto e = edit_error("a.txt", "zzzz qqqq", "x");
   EXPECT_EQ(e.code, errc::no_match);
-  EXPECT_TRUE(mentions(e.message, "nothing in the file resembles it")) << e.message;
-  EXPECT_TRUE(mentions(e.hint, "read_file")) << e.hint;
+  EXPECT_TRUE(contains(e.message, "nothing in the file resembles it")) << e.message;
+  EXPECT_TRUE(contains(e.hint, "read_file")) << e.hint;
 }
 
 TEST_F(EditFile, NoMatchRecognisesLineNumbersCopiedFromReadFile) {
   tree_.write("a.txt", "alpha\nbeta\n");
   const auto e = edit_error("a.txt", "     2|beta", "gamma");
   EXPECT_EQ(e.code, errc::no_match);
-  EXPECT_TRUE(mentions(e.message, "line-number prefixes")) << e.message;
+  EXPECT_TRUE(contains(e.message, "line-number prefixes")) << e.message;
   EXPECT_TRUE(e.details.contains("likely_cause"));
 }
 
@@ -134,7 +125,7 @@ TEST_F(EditFile, AnEditAlreadyInTheFileSaysSo) {
   tree_.write("a.txt", "hello, loopr\n");
   const auto e = edit_error("a.txt", "hello, world", "hello, loopr");
   EXPECT_EQ(e.code, errc::already_applied);
-  EXPECT_TRUE(mentions(e.message, "already applied")) << e.message;
+  EXPECT_TRUE(contains(e.message, "already applied")) << e.message;
   EXPECT_EQ(e.details["new_string_line"], 1);
 }
 
@@ -145,7 +136,7 @@ TEST_F(EditFile, RepeatingAnEditThatKeepsItsOldTextIsAlreadyApplied) {
   EXPECT_EQ(tree_.read("a.c"), "int x;\nint y;\nint z;\n");
   const auto e = edit_error("a.c", "int x;", "int x;\nint y;");
   EXPECT_EQ(e.code, errc::already_applied);
-  EXPECT_TRUE(mentions(e.hint, "include the surrounding text")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "include the surrounding text")) << e.hint;
   EXPECT_EQ(tree_.read("a.c"), "int x;\nint y;\nint z;\n");
 }
 
@@ -153,7 +144,7 @@ TEST_F(EditFile, OldEqualToNewIsRefused) {
   tree_.write("a.txt", "x\n");
   const auto e = edit_error("a.txt", "x", "x");
   EXPECT_EQ(e.code, errc::invalid_arguments);
-  EXPECT_TRUE(mentions(e.message, "are the same")) << e.message;
+  EXPECT_TRUE(contains(e.message, "are the same")) << e.message;
 }
 
 TEST_F(EditFile, AnEmptyOldStringCreatesANewFileWithItsFolders) {
@@ -168,8 +159,8 @@ TEST_F(EditFile, AnEmptyOldStringRefusesAnExistingFileButFillsAnEmptyOne) {
   tree_.write("full.txt", "data\n");
   const auto e = edit_error("full.txt", "", "other\n");
   EXPECT_EQ(e.code, errc::invalid_arguments);
-  EXPECT_TRUE(mentions(e.message, "already exists")) << e.message;
-  EXPECT_TRUE(mentions(e.hint, "write_file")) << e.hint;
+  EXPECT_TRUE(contains(e.message, "already exists")) << e.message;
+  EXPECT_TRUE(contains(e.hint, "write_file")) << e.hint;
   EXPECT_EQ(tree_.read("full.txt"), "data\n");
   tree_.write("empty.txt", "");
   EXPECT_EQ(edit("empty.txt", "", "now\n")["created"], false);
@@ -179,7 +170,7 @@ TEST_F(EditFile, AnEmptyOldStringRefusesAnExistingFileButFillsAnEmptyOne) {
 TEST_F(EditFile, AMissingFileIsNotFoundWithAWayToCreateIt) {
   const auto e = edit_error("missing.txt", "a", "b");
   EXPECT_EQ(e.code, errc::not_found);
-  EXPECT_TRUE(mentions(e.hint, "empty old_string")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "empty old_string")) << e.hint;
   EXPECT_FALSE(tree_.exists("missing.txt"));
   EXPECT_EQ(edit_error("no/such/dir/f.txt", "a", "b").code, errc::not_found);
   EXPECT_FALSE(tree_.exists("no"));
@@ -206,8 +197,8 @@ TEST_F(EditFile, AFailingEditInAListWritesNothingAndIsNamed) {
                                    {{"old_string", "thre"}, {"new_string", "3"}},
                                    {{"old_string", "four"}, {"new_string", "4"}}}}});
   EXPECT_EQ(e.code, errc::no_match);
-  EXPECT_TRUE(mentions(e.message, "edit 4 of 4 (edits[3])")) << e.message;
-  EXPECT_TRUE(mentions(e.hint, "nothing was written")) << e.hint;
+  EXPECT_TRUE(contains(e.message, "edit 4 of 4 (edits[3])")) << e.message;
+  EXPECT_TRUE(contains(e.hint, "nothing was written")) << e.hint;
   EXPECT_EQ(e.details["edit_index"], 3);
   EXPECT_EQ(tree_.read("a.txt"), "one\ntwo\nthree\n");
 }
@@ -225,7 +216,7 @@ TEST_F(EditFile, AnEmptyOldStringMayOnlyComeFirstInAList) {
        {"edits",
         {{{"old_string", "a"}, {"new_string", "b"}}, {{"old_string", ""}, {"new_string", "c"}}}}});
   EXPECT_EQ(e.code, errc::invalid_arguments);
-  EXPECT_TRUE(mentions(e.message, "edits[1]")) << e.message;
+  EXPECT_TRUE(contains(e.message, "edits[1]")) << e.message;
 }
 
 TEST_F(EditFile, KeepsCrlfLineEndingsWhenTheModelSendsLf) {
@@ -282,7 +273,7 @@ TEST_F(EditFile, RefusesSymlinkLeavesDirectoriesAndBinaryFiles) {
   tree_.write("real.txt", "real\n");
   tree_.symlink("real.txt", "link.txt");
   const auto link = edit_error("link.txt", "real", "fake");
-  EXPECT_TRUE(mentions(link.message, "is a symlink to 'real.txt'")) << link.message;
+  EXPECT_TRUE(contains(link.message, "is a symlink to 'real.txt'")) << link.message;
   EXPECT_EQ(tree_.read("real.txt"), "real\n");
   tree_.mkdir("dir");
   EXPECT_EQ(edit_error("dir", "a", "b").code, errc::is_directory);
@@ -306,7 +297,7 @@ TEST_F(EditFile, AStaleExpectedHashIsRefusedAndTheFileKept) {
       edit_file,
       {{"path", "f.txt"}, {"old_string", "v"}, {"new_string", "w"}, {"expected_hash", read_hash}});
   EXPECT_EQ(e.code, errc::stale_read);
-  EXPECT_TRUE(mentions(e.hint, "read it again")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "read it again")) << e.hint;
   EXPECT_EQ(e.details["expected_hash"], read_hash);
   EXPECT_EQ(e.details["current_hash"], tool::content_hash("v2 by someone else\n"));
   EXPECT_EQ(tree_.read("f.txt"), "v2 by someone else\n");
@@ -324,7 +315,7 @@ TEST_F(EditFile, AFileGoneSinceItWasReadCanBeCreatedAgain) {
                                  {"new_string", "b"},
                                  {"expected_hash", "sha256:00"}});
   EXPECT_EQ(e.code, errc::not_found);
-  EXPECT_TRUE(mentions(e.message, "read before")) << e.message;
+  EXPECT_TRUE(contains(e.message, "read before")) << e.message;
   const auto out = ok(edit_file, {{"path", "gone.txt"},
                                   {"old_string", ""},
                                   {"new_string", "back\n"},
@@ -344,7 +335,7 @@ TEST_F(EditFile, AFileTooLargeToHashIsRefusedAsTooLargeNotAsUnread) {
       err(edit_file,
           {{"path", "huge.log"}, {"old_string", "x"}, {"new_string", "y"}, {"create_only", true}});
   EXPECT_EQ(e.code, errc::too_large);
-  EXPECT_TRUE(mentions(e.hint, "run_command")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "run_command")) << e.hint;
 }
 
 TEST_F(EditFile, CreateOnlyRefusesAFileTheSessionNeverRead) {
@@ -354,7 +345,7 @@ TEST_F(EditFile, CreateOnlyRefusesAFileTheSessionNeverRead) {
                                  {"new_string", "more"},
                                  {"create_only", true}});
   EXPECT_EQ(e.code, errc::not_read_first);
-  EXPECT_TRUE(mentions(e.hint, "read_file")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "read_file")) << e.hint;
   EXPECT_EQ(tree_.read("seen.txt"), "text\n");
   ok(edit_file,
      {{"path", "new.txt"}, {"old_string", ""}, {"new_string", "hi\n"}, {"create_only", true}});
@@ -364,45 +355,45 @@ TEST_F(EditFile, CreateOnlyRefusesAFileTheSessionNeverRead) {
 TEST_F(EditFile, BadArgumentsNameTheProblem) {
   tree_.write("a.txt", "x\n");
   const auto message = [&](const json& args) { return err(edit_file, args).message; };
-  EXPECT_TRUE(mentions(message({{"old_string", "x"}, {"new_string", "y"}}),
+  EXPECT_TRUE(contains(message({{"old_string", "x"}, {"new_string", "y"}}),
                        "missing required argument 'path'"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}}), "missing old_string and new_string"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"new_string", "y"}}), "'old_string'"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"},
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}}), "missing old_string and new_string"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"new_string", "y"}}), "'old_string'"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"},
                                 {"old_string", "x"},
                                 {"new_string", "y"},
                                 {"edits", {{{"old_string", "x"}, {"new_string", "y"}}}}}),
                        "not both"));
-  EXPECT_TRUE(mentions(message({{"path", 3}, {"old_string", "x"}, {"new_string", "y"}}),
+  EXPECT_TRUE(contains(message({{"path", 3}, {"old_string", "x"}, {"new_string", "y"}}),
                        "'path' must be a string"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"old_string", 5}, {"new_string", "y"}}),
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"old_string", 5}, {"new_string", "y"}}),
                        "'old_string' must be a string"));
-  EXPECT_TRUE(mentions(
+  EXPECT_TRUE(contains(
       message(
           {{"path", "a.txt"}, {"old_string", "x"}, {"new_string", "y"}, {"replace_all", "yes"}}),
       "'replace_all' must be true or false"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"edits", "x->y"}}), "must be a list"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"edits", json::array()}}), "'edits' is empty"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"edits", {5}}}), "edits[0]"));
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"edits", {{{"old_string", "x"}}}}}),
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"edits", "x->y"}}), "must be a list"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"edits", json::array()}}), "'edits' is empty"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"edits", {5}}}), "edits[0]"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"edits", {{{"old_string", "x"}}}}}),
                        "edit_file edits[0]: missing required argument 'new_string'"));
   EXPECT_TRUE(
-      mentions(message({{"path", "a.txt"},
+      contains(message({{"path", "a.txt"},
                         {"edits", {{{"old_string", "x"}, {"new_string", "y"}, {"regex", true}}}}}),
                "edits[0] has no argument 'regex'"));
   EXPECT_TRUE(
-      mentions(message({{"path", "a.txt"}, {"old_string", "x"}, {"new_string", "y"}, {"line", 3}}),
+      contains(message({{"path", "a.txt"}, {"old_string", "x"}, {"new_string", "y"}, {"line", 3}}),
                "edit_file has no argument 'line'"));
-  EXPECT_TRUE(mentions(
+  EXPECT_TRUE(contains(
       message({{"path", "a.txt"}, {"old_string", ""}, {"new_string", "y"}, {"replace_all", true}}),
       "replace_all needs a non-empty old_string"));
-  EXPECT_TRUE(mentions(
+  EXPECT_TRUE(contains(
       message({{"path", "a.txt"}, {"old_string", "x"}, {"new_string", "y"}, {"create_only", "no"}}),
       "'create_only'"));
   json many = json::array();
   for (int i = 0; i < 101; ++i)
     many.push_back({{"old_string", "x"}, {"new_string", "y"}});
-  EXPECT_TRUE(mentions(message({{"path", "a.txt"}, {"edits", many}}), "at most 100"));
+  EXPECT_TRUE(contains(message({{"path", "a.txt"}, {"edits", many}}), "at most 100"));
   EXPECT_EQ(err(edit_file, json::array()).code, errc::invalid_arguments);
   EXPECT_EQ(tree_.read("a.txt"), "x\n");
 }

@@ -12,16 +12,13 @@
 #include <vector>
 
 #include "common/edit_distance.hpp"
+#include "tests/support/text_checks.hpp"
 #include "tests/tool_files/tool_fixture.hpp"
 
 namespace loopr::test {
 namespace {
 
 using nlohmann::json;
-
-bool mentions(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
 
 class PathSuggestion : public ToolTest {
  protected:
@@ -38,7 +35,7 @@ class PathSuggestion : public ToolTest {
     const Error e = err(tool, args);
     EXPECT_EQ(e.code, errc::not_found) << e.message;
     EXPECT_TRUE(e.hint.starts_with("did you mean '" + expected + "'? If not, ")) << e.hint;
-    EXPECT_TRUE(mentions(e.hint, "check the path with list_directory")) << e.hint;
+    EXPECT_TRUE(contains(e.hint, "check the path with list_directory")) << e.hint;
     EXPECT_EQ(e.details, (json{{"did_you_mean", expected}}));
   }
 
@@ -47,7 +44,7 @@ class PathSuggestion : public ToolTest {
     SCOPED_TRACE(args.dump());
     const Error e = err(tool, args);
     EXPECT_EQ(e.code, code) << e.message;
-    EXPECT_FALSE(mentions(e.hint, "did you mean")) << e.hint;
+    EXPECT_FALSE(contains(e.hint, "did you mean")) << e.hint;
     EXPECT_TRUE(e.details.is_null()) << e.details.dump();
   }
 };
@@ -100,7 +97,7 @@ TEST_F(PathSuggestion, EditFileKeepsItsAdvice) {
       err(tool::edit_file,
           {{"path", "src/mian.c"}, {"old_string", "return 0"}, {"new_string", "return 1"}});
   EXPECT_EQ(e.message, "no such file: 'src/mian.c'");
-  EXPECT_TRUE(mentions(e.hint, "to create the file")) << e.hint;
+  EXPECT_TRUE(contains(e.hint, "to create the file")) << e.hint;
   // A missing folder, found by open_parent: the whole path is suggested.
   expect_suggests(tool::edit_file,
                   {{"path", "scr/main.c"}, {"old_string", "return 0"}, {"new_string", "return 1"}},
@@ -118,7 +115,7 @@ TEST_F(PathSuggestion, NothingCloseKeepsTodaysHint) {
   for (const char* path :
        {"completely_unrelated.txt", "src/zzzzzz.rs", "nowhere/main.c", "src/main.c/inside"}) {
     const Error e = err(tool::read_file, {{"path", path}});
-    EXPECT_FALSE(mentions(e.hint, "did you mean")) << path << ": " << e.hint;
+    EXPECT_FALSE(contains(e.hint, "did you mean")) << path << ": " << e.hint;
     EXPECT_TRUE(e.details.is_null()) << path;
   }
   const Error e = err(tool::read_file, {{"path", "completely_unrelated.txt"}});

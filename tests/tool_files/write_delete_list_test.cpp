@@ -9,6 +9,7 @@
 #include "common/utf8.hpp"
 #include "loopr-tool/atomic_write.hpp"
 #include "loopr-tool/content_hash.hpp"
+#include "tests/support/text_checks.hpp"
 #include "tests/tool_files/tool_fixture.hpp"
 
 namespace loopr::test {
@@ -23,12 +24,6 @@ using tool::write_file;
 class WriteFile : public ToolTest {};
 class FileDelete : public ToolTest {};
 class ListDirectory : public ToolTest {};
-
-mode_t mode_of(const std::string& path) {
-  struct stat st {};
-  ::stat(path.c_str(), &st);
-  return st.st_mode & 07777;
-}
 
 TEST_F(WriteFile, CreatesParentsAndReportsTheHash) {
   const auto out = ok(write_file, {{"path", "a/b/c.txt"}, {"content", "hello\n"}});

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tests/tui/screen_text.hpp"
 #include "tui/text_width.hpp"
 #include "tui/views.hpp"
 
@@ -13,6 +14,7 @@ namespace loopr::tui {
 namespace {
 
 using nlohmann::json;
+using test::screen_text;
 
 json code_loop(const std::string& id, const std::string& status) {
   return {{"id", id},           {"type", "code"},       {"status", status},
@@ -30,18 +32,11 @@ LinkMessage reply(Command command, bool ok, json result, std::string error = {})
   return message;
 }
 
-LinkMessage event(std::string name, json data) {
+LinkMessage event_message(std::string name, json data) {
   LinkMessage message;
   message.kind = LinkMessage::Kind::event;
   message.event = proto::Event{std::move(name), std::move(data)};
   return message;
-}
-
-std::string screen_text(const Lines& lines) {
-  std::string out;
-  for (const auto& line : lines)
-    out += line.text() + "\n";
-  return out;
 }
 
 const Line* line_with(const Lines& lines, const std::string& text) {
@@ -108,12 +103,12 @@ TEST_F(AppTest, DShowsTheBranchDiffFetchedOnceAndAgainAfterACommit) {
   EXPECT_EQ(line_with(screen, "+++ b/answer.txt")->spans.front().style, Style::bold);
 
   // A commit of the loop makes the diff stale: it is read again.
-  app.on_message(event("loop.step", {{"loop_id", "c1"},
-                                     {"step",
-                                      {{"id", 9},
-                                       {"iteration", 1},
-                                       {"kind", "committed"},
-                                       {"data", {{"commit", "fedcba9876"}}}}}}),
+  app.on_message(event_message("loop.step", {{"loop_id", "c1"},
+                                             {"step",
+                                              {{"id", 9},
+                                               {"iteration", 1},
+                                               {"kind", "committed"},
+                                               {"data", {{"commit", "fedcba9876"}}}}}}),
                  0);
   ASSERT_NE(find(app.follow_ups(), "loop.diff"), nullptr);
   app.on_message(reply(last, false, json(), "invalid_state: no branch"), 0);

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "tests/tui/screen_text.hpp"
 #include "tui/daemon_state.hpp"
 #include "tui/loop_detail.hpp"
 #include "tui/text_width.hpp"
@@ -14,6 +15,7 @@ namespace loopr::tui {
 namespace {
 
 using nlohmann::json;
+using test::screen_text;
 
 json loop(const std::string& id, const std::string& status, json extra = json::object()) {
   json out = {{"id", id},
@@ -34,13 +36,6 @@ json loop(const std::string& id, const std::string& status, json extra = json::o
 
 proto::Event event(std::string name, json data) {
   return proto::Event{std::move(name), std::move(data)};
-}
-
-std::string screen_text(const Lines& lines) {
-  std::string out;
-  for (const auto& line : lines)
-    out += line.text() + "\n";
-  return out;
 }
 
 // A plan with a spec and a code loop under it, and a loose code loop.
