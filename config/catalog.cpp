@@ -315,6 +315,13 @@ const ToolSpec* Catalog::find(std::string_view name) const {
   return nullptr;
 }
 
+const ToolSpec* Catalog::first_enabled_with(ToolCommand command) const {
+  for (const auto& tool : tools_) {
+    if (tool.enabled && tool.command == command) return &tool;
+  }
+  return nullptr;
+}
+
 std::vector<const ToolSpec*> Catalog::enabled_tools() const {
   std::vector<const ToolSpec*> out;
   for (const auto& tool : tools_) {

@@ -115,6 +115,9 @@ class Catalog {
 
   // The pointers stay valid until the next merge.
   const ToolSpec* find(std::string_view name) const;
+  // The first enabled tool whose command trait is `command`, built-in tools
+  // first, or nullptr.
+  const ToolSpec* first_enabled_with(ToolCommand command) const;
   std::vector<const ToolSpec*> enabled_tools() const;
   // All tools, enabled or not: built-in ones in DESIGN §5 order, then added
   // ones in the order their files defined them.

@@ -37,8 +37,18 @@ asio::awaitable<json> LoopTools::run_validation(const std::string& loop_id,
                                                 const std::string& worktree,
                                                 const std::string& command,
                                                 std::uint64_t timeout_ms) {
+  const config::ToolSpec* tool = validation_tool();
+  if (tool == nullptr) {
+    ToolCallOutcome refused;
+    refused.status = "error";
+    refused.error =
+        make_error(errc::not_found, "no enabled tool runs the loop's validation command",
+                   "enable the built-in validate tool in catalog.toml, or give a tool of yours "
+                   "command = \"validate\"");
+    co_return refused.to_json();
+  }
   ToolCallRequest request;
-  request.tool = "validate";
+  request.tool = tool->name;
   request.worktree = worktree;
   request.session = session_of(loop_id);
   request.loop_id = loop_id;
@@ -70,6 +80,10 @@ std::size_t LoopTools::cancel_calls(const std::string& loop_id) {
 const config::ToolSpec* LoopTools::find_tool(const std::string& name) const {
   const config::ToolSpec* tool = router_.catalog().find(name);
   return tool != nullptr && tool->enabled ? tool : nullptr;
+}
+
+const config::ToolSpec* LoopTools::validation_tool() const {
+  return router_.catalog().first_enabled_with(config::ToolCommand::validate);
 }
 
 Result<void> LoopTools::check_arguments(const std::string& tool, const json& args) const {

@@ -28,6 +28,7 @@ class LoopTools : public loops::ToolGateway {
   void restore_result(const std::string& loop_id, const std::string& worktree,
                       const std::string& tool, const nlohmann::json& output) override;
   const config::ToolSpec* find_tool(const std::string& name) const override;
+  const config::ToolSpec* validation_tool() const override;
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const override;
   nlohmann::json tool_definitions(const std::vector<std::string>& names) const override;
 

@@ -206,18 +206,18 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   }
   const std::int64_t validate_timeout_s = params.validate_timeout_s.value_or(0);
   if (params.validate_timeout_s) {
-    // It can only lower the validate tool's own limit: a higher one would be
-    // cut to that limit by the router while the loop's notes quoted it.
-    const config::ToolSpec* validate_tool = services_.tools.find_tool("validate");
+    // It can only lower the validation tool's own limit: a higher one would
+    // be cut to that limit by the router while the loop's notes quoted it.
+    const config::ToolSpec* validate_tool = services_.tools.validation_tool();
     if (validate_tool != nullptr && validate_timeout_s * 1000 > validate_tool->timeout_ms) {
       const std::int64_t limit_ms = validate_tool->timeout_ms;
       const std::string limit_text = limit_ms % 1000 == 0 ? std::to_string(limit_ms / 1000) + " s"
                                                           : std::to_string(limit_ms) + " ms";
-      return invalid("validate_timeout_s " + std::to_string(validate_timeout_s) +
-                         " is above the validate tool's own limit of " + limit_text,
+      return invalid("validate_timeout_s " + std::to_string(validate_timeout_s) + " is above the " +
+                         validate_tool->name + " tool's own limit of " + limit_text,
                      (limit_ms >= 1000 ? "pass at most " + std::to_string(limit_ms / 1000) + ", or "
                                        : std::string()) +
-                         "raise timeout_ms of [tools.validate] in catalog.toml");
+                         "raise timeout_ms of [tools." + validate_tool->name + "] in catalog.toml");
     }
   }
   auto limits = merge_limits(settings.budgets.loop, params.budget);

@@ -720,6 +720,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
     if (tool->command == config::ToolCommand::validate) inputs.checks.validate = name;
     if (tool->command == config::ToolCommand::test) inputs.checks.test = name;
     if (tool->command == config::ToolCommand::build) inputs.checks.build = name;
+    if (tool->consults_model && inputs.advisor.empty()) inputs.advisor = name;
   }
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;

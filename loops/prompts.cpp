@@ -93,10 +93,10 @@ std::string tool_guidance(const PromptInputs& inputs) {
           "another.";
     }
   }
-  if (offered(inputs.tools, "oracle")) {
-    out +=
-        "\n\nOracle: the oracle tool asks a second model for advice: use it when you are stuck "
-        "or unsure of a design, with the files it needs.";
+  if (!inputs.advisor.empty()) {
+    out += "\n\nOracle: the " + inputs.advisor +
+           " tool asks a second model for advice: use it when you are stuck or unsure of a "
+           "design, with the files it needs.";
   }
   return out;
 }

@@ -39,6 +39,9 @@ struct PromptInputs {
     std::string test;
     std::string build;
   } checks;
+  // Of `tools`, the one that asks a second model (the consults_model
+  // trait); empty: none offered.
+  std::string advisor;
   std::vector<std::string> progress;  // one line or paragraph per earlier iteration
   std::string feedback;               // the previous iteration's failure
   std::string note;                   // loopr's note (loop health)

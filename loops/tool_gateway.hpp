@@ -49,8 +49,9 @@ class ToolGateway {
       const std::string& loop_id, const std::string& worktree, const std::string& repo,
       std::vector<GatewayCall> calls) = 0;
   // Runs `command` (the loop's validation, chosen by the user) with the
-  // `validate` tool on the heavy lane in `worktree`; a tool.call result.
-  // `timeout_ms` (0: the tool's) lowers the validate tool's timeout.
+  // validation tool (validation_tool()) in `worktree`; a tool.call result,
+  // status "error" when no enabled tool validates. `timeout_ms` (0: the
+  // tool's) lowers the tool's timeout.
   virtual asio::awaitable<nlohmann::json> run_validation(const std::string& loop_id,
                                                          const std::string& worktree,
                                                          const std::string& command,
@@ -70,6 +71,10 @@ class ToolGateway {
 
   // The catalog entry of an enabled tool, or nullptr.
   virtual const config::ToolSpec* find_tool(const std::string& name) const = 0;
+  // The tool the loops' own validation runs on: the first enabled tool whose
+  // command trait is validate (the built-in validate unless a catalog turned
+  // it off), or nullptr.
+  virtual const config::ToolSpec* validation_tool() const = 0;
   // Checks arguments against the tool's JSON Schema (for daemon-side tools,
   // which never reach the router): an Error naming the field.
   virtual Result<void> check_arguments(const std::string& tool,

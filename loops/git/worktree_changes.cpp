@@ -23,7 +23,6 @@ using detail::repo_git;
 using detail::trim;
 using detail::worktree_git;
 
-// Paths per git call, well below any argument-length limit.
 // `git status` records: "XY path" each, NUL-terminated (no renames asked).
 Result<std::vector<WorktreeChange>> status_changes(const GitCommand& git) {
   const std::vector<std::string> args = {"status",       "--porcelain=v1",

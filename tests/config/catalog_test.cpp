@@ -490,6 +490,21 @@ TEST(CatalogTraits, BuiltinCommandToolsCarryTheirCommandTrait) {
   EXPECT_EQ(c.find("web_fetch")->command, ToolCommand::none);
 }
 
+// The loops validate with the first enabled tool whose command trait is
+// validate: the built-in validate, or what a file gave that trait instead.
+TEST(CatalogTraits, TheFirstEnabledToolWithACommandTraitIsFoundWhateverItsName) {
+  const Catalog builtin = Catalog::builtin();
+  ASSERT_NE(builtin.first_enabled_with(ToolCommand::validate), nullptr);
+  EXPECT_EQ(builtin.first_enabled_with(ToolCommand::validate)->name, "validate");
+  const Catalog moved = merged_catalog(
+      "[tools.validate]\nenabled = false\n"
+      "[tools.run_command_isolated]\ncommand = \"validate\"\n");
+  ASSERT_NE(moved.first_enabled_with(ToolCommand::validate), nullptr);
+  EXPECT_EQ(moved.first_enabled_with(ToolCommand::validate)->name, "run_command_isolated");
+  const Catalog none = merged_catalog("[tools.validate]\nenabled = false\n");
+  EXPECT_EQ(none.first_enabled_with(ToolCommand::validate), nullptr);
+}
+
 TEST(CatalogTraits, AFileSetsTheCommandTraitOfANewOrBuiltinTool) {
   const Catalog c = merged_catalog(
       "[tools.lint]\nlane = \"heavy\"\ndescription = \"Run the linter\"\n"

@@ -59,8 +59,9 @@ class LoopCheckoutTest : public ::testing::Test {
  protected:
   using Session = ScriptedSession;
 
-  void start(const std::vector<Session>& sessions, const std::string& extra_toml = {}) {
-    daemon_ = start_scripted_looprd(scripts_, sessions, extra_toml, repo_);
+  void start(const std::vector<Session>& sessions, const std::string& extra_toml = {},
+             const std::string& catalog_toml = {}) {
+    daemon_ = start_scripted_looprd(scripts_, sessions, extra_toml, repo_, catalog_toml);
   }
 
   json create(json params = json::object()) { return create_loop(*daemon_, repo_.path, params); }
@@ -273,6 +274,47 @@ TEST_F(LoopCheckoutTest, AHangingValidationStopsAtTheLoopsLimitAndKeepsWhatItPri
   EXPECT_NE(above.message.find("above the validate tool's own limit"), std::string::npos)
       << above.message;
   EXPECT_NE(above.hint.find("[tools.validate]"), std::string::npos) << above.hint;
+}
+
+// The loops' own validation runs on the tool whose command trait is
+// validate, whatever its name: with the built-in validate turned off and
+// run_command_isolated given that trait (and the arguments validate takes:
+// none), the validation runs there, and a validate_timeout_s above its limit
+// names it.
+TEST_F(LoopCheckoutTest, TheValidationRunsOnTheToolWithTheValidateTraitWhateverItsName) {
+  start({{"scripted", {completing_turn("c1")}}}, {},
+        "[tools.validate]\nenabled = false\n\n"
+        "[tools.run_command_isolated]\ncommand = \"validate\"\ntimeout_ms = 120000\n"
+        "input_schema = '{\"type\": \"object\", \"properties\": {}, "
+        "\"additionalProperties\": false}'\n");
+  const json created = create({{"validate", "echo validated-by-trait"}, {"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 60s);
+  EXPECT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(loop["last_validation"]["passed"], true) << loop.dump(2);
+  const std::string output = loop["last_validation"].value("output", "");
+  EXPECT_NE(output.find("validated-by-trait"), std::string::npos) << output;
+
+  const Error above = refusal("loop.create", {{"type", "code"},
+                                              {"task", kSampleTask},
+                                              {"repo", repo_.path},
+                                              {"validate", "true"},
+                                              {"validate_timeout_s", 600}});
+  EXPECT_NE(above.message.find("above the run_command_isolated tool's own limit of 120 s"),
+            std::string::npos)
+      << above.message;
+  EXPECT_NE(above.hint.find("[tools.run_command_isolated]"), std::string::npos) << above.hint;
+}
+
+// With no enabled tool that validates, the loop's validation cannot run,
+// and the loop says why instead of passing it.
+TEST_F(LoopCheckoutTest, WithNoToolThatValidatesTheValidationCannotRunAndSaysWhy) {
+  start({{"scripted", {completing_turn("c1")}}}, {}, "[tools.validate]\nenabled = false\n");
+  const json created = create({{"validate", "true"}, {"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 60s);
+  EXPECT_NE(loop["status"], "completed") << loop.dump(2);
+  EXPECT_NE(loop.dump().find("no enabled tool runs the loop's validation command"),
+            std::string::npos)
+      << loop.dump(2);
 }
 
 // A validation whose connection the egress proxy refuses: the proxy's

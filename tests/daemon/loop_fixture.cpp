@@ -69,7 +69,8 @@ SampleRepo make_sample_repo(const std::string& path) {
 std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
                                                      const std::vector<ScriptedSession>& sessions,
                                                      const std::string& extra_toml,
-                                                     SampleRepo& repo) {
+                                                     SampleRepo& repo,
+                                                     const std::string& catalog_toml) {
   std::vector<ScriptedProviderEntry> providers;
   for (const ScriptedSession& session : sessions) {
     const std::string path = scripts.path(session.provider + ".jsonl");
@@ -78,6 +79,7 @@ std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
   }
   DaemonOptions options;
   options.extra_toml = scripted_toml(providers) + extra_toml;
+  options.catalog_toml = catalog_toml;
   auto daemon = std::make_unique<DaemonHarness>(options);
   repo = make_sample_repo(daemon->worktree());
   daemon->start();

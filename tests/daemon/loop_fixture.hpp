@@ -108,11 +108,13 @@ struct ScriptedSession {
 
 // Writes each session into `scripts`, then starts looprd with them as its
 // providers (the first is the default) plus `extra_toml`, and the sample
-// project (returned in `repo`) in its worktree root.
+// project (returned in `repo`) in its worktree root; `catalog_toml`, when
+// not empty, is its catalog.toml.
 std::unique_ptr<DaemonHarness> start_scripted_looprd(TempTree& scripts,
                                                      const std::vector<ScriptedSession>& sessions,
                                                      const std::string& extra_toml,
-                                                     SampleRepo& repo);
+                                                     SampleRepo& repo,
+                                                     const std::string& catalog_toml = {});
 
 // ---- loops over the control socket ---------------------------------------------
 

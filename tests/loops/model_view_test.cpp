@@ -340,7 +340,23 @@ TEST(Prompts, TheSystemPromptIsTheSameInEveryIterationAndNamesOnlyOfferedTools) 
   EXPECT_THAT(first, Not(HasSubstr("memory_search")));
   EXPECT_THAT(first, Not(HasSubstr("Iteration 7")));
   inputs.tools.push_back("oracle");
+  inputs.advisor = "oracle";
   EXPECT_THAT(render_template(*text, inputs), HasSubstr("oracle tool asks a second model"));
+}
+
+// The advice paragraph names the tool the consults_model trait chose,
+// whatever it is called.
+TEST(Prompts, TheAdviceParagraphNamesTheToolThatConsultsAModel) {
+  auto text = load_template("code");
+  ASSERT_TRUE(text);
+  PromptInputs inputs;
+  inputs.loop_type = "code";
+  inputs.tools = {"read_file", "second_opinion", "complete_task"};
+  inputs.advisor = "second_opinion";
+  EXPECT_THAT(render_template(*text, inputs),
+              HasSubstr("the second_opinion tool asks a second model"));
+  inputs.advisor.clear();
+  EXPECT_THAT(render_template(*text, inputs), Not(HasSubstr("asks a second model")));
 }
 
 // The checks paragraph names the tools the loop's command traits chose,
