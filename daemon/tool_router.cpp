@@ -611,9 +611,9 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     egress_->attribute(job.egress_token, call_id, networks_allowed_to(*tool, settings_));
   }
   const std::string token = job.egress_token;
-  // A read-only call changes nothing, so one whose runner died under it is
-  // run once more on the restarted runner instead of failing (issue 12).
-  const JobHandling handling{.retry_on_runner_death = tool->tier == config::SafetyTier::read_only};
+  // A call that changes nothing, whose runner died under it, is run once
+  // more on the restarted runner instead of failing (issue 12).
+  const JobHandling handling{.retry_on_runner_death = config::changes_nothing(*tool)};
   {
     // No slot free: say so, with the place in the queue (issue 25: a loop
     // that only said "validating" for minutes while another held the slot).
@@ -907,7 +907,7 @@ asio::awaitable<std::vector<ToolCallOutcome>> ToolRouter::batch(
   }
   auto read_only = [&](std::size_t i) {
     const config::ToolSpec* tool = catalog_->catalog.find(state->requests[i].tool);
-    return tool != nullptr && tool->tier == config::SafetyTier::read_only;
+    return tool != nullptr && config::changes_nothing(*tool);
   };
   std::size_t i = 0;
   while (i < count) {
