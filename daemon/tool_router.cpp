@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -20,6 +19,7 @@
 #include "memory/repository.hpp"
 #include "policy/command_rules.hpp"
 #include "proto/json_bounded.hpp"
+#include "repos/repo_file.hpp"
 #include "repos/repo_settings.hpp"
 
 namespace loopr::daemon {
@@ -500,8 +500,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   policy::RuleVerdict verdict;
   if (tool->command == config::ToolCommand::from_arguments && args.contains("command") &&
       args["command"].is_string() &&
-      (!settings_.approval.rules.empty() ||
-       ::access((repository() + "/" + std::string(repos::kRepoFileName)).c_str(), F_OK) == 0)) {
+      (!settings_.approval.rules.empty() || repos::repo_file_present(repository()))) {
     auto effective = repository_settings();
     if (!effective) co_return fail("error", effective.error());
     if (auto refused = effective->refusal_for("approval.rules")) {
