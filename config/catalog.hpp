@@ -87,6 +87,18 @@ struct ToolSpec {
   nlohmann::json output_schema;
 };
 
+// Whether a call of `tool` may run twice, or beside other such calls, and
+// change nothing: its tier is read-only AND loopr's own implementation of it
+// writes and deletes no file (file_access). A user's catalog may set any
+// tool's tier to read-only, to skip its approvals; for a command tool that
+// is the user's word that its command changes nothing (a status or a lint),
+// but it must not make a write_file or an edit_file run again after a crash,
+// or in parallel with the calls around it.
+inline bool changes_nothing(const ToolSpec& tool) {
+  return tool.tier == SafetyTier::read_only &&
+         (tool.file_access == FileAccess::none || tool.file_access == FileAccess::read);
+}
+
 // Who wrote a catalog file. The user's own files may change anything. A
 // repository's `.loopr/catalog.toml` arrives with code the user may not have
 // read (a clone, a dependency, a prompt-injected commit), so it may only

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -20,6 +19,7 @@
 #include "memory/repository.hpp"
 #include "policy/command_rules.hpp"
 #include "proto/json_bounded.hpp"
+#include "repos/repo_file.hpp"
 #include "repos/repo_settings.hpp"
 
 namespace loopr::daemon {
@@ -500,8 +500,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   policy::RuleVerdict verdict;
   if (tool->command == config::ToolCommand::from_arguments && args.contains("command") &&
       args["command"].is_string() &&
-      (!settings_.approval.rules.empty() ||
-       ::access((repository() + "/" + std::string(repos::kRepoFileName)).c_str(), F_OK) == 0)) {
+      (!settings_.approval.rules.empty() || repos::repo_file_present(repository()))) {
     auto effective = repository_settings();
     if (!effective) co_return fail("error", effective.error());
     if (auto refused = effective->refusal_for("approval.rules")) {
@@ -611,9 +610,9 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
     egress_->attribute(job.egress_token, call_id, networks_allowed_to(*tool, settings_));
   }
   const std::string token = job.egress_token;
-  // A read-only call changes nothing, so one whose runner died under it is
-  // run once more on the restarted runner instead of failing (issue 12).
-  const JobHandling handling{.retry_on_runner_death = tool->tier == config::SafetyTier::read_only};
+  // A call that changes nothing, whose runner died under it, is run once
+  // more on the restarted runner instead of failing (issue 12).
+  const JobHandling handling{.retry_on_runner_death = config::changes_nothing(*tool)};
   {
     // No slot free: say so, with the place in the queue (issue 25: a loop
     // that only said "validating" for minutes while another held the slot).
@@ -907,7 +906,7 @@ asio::awaitable<std::vector<ToolCallOutcome>> ToolRouter::batch(
   }
   auto read_only = [&](std::size_t i) {
     const config::ToolSpec* tool = catalog_->catalog.find(state->requests[i].tool);
-    return tool != nullptr && tool->tier == config::SafetyTier::read_only;
+    return tool != nullptr && config::changes_nothing(*tool);
   };
   std::size_t i = 0;
   while (i < count) {

@@ -91,7 +91,8 @@ struct ToolCallOutcome {
   std::uint64_t duration_ms = 0;
   bool truncated = false;
   // Its runner died while it ran and it ran again on the restarted runner
-  // (read-only calls only). Told in the tool.finished event, not the reply.
+  // (only calls that change nothing: config::changes_nothing). Told in the
+  // tool.finished event, not the reply.
   bool retried = false;
 
   nlohmann::json to_json() const;
@@ -141,8 +142,9 @@ class ToolRouter {
              EventBus& events, Metrics& metrics, Store& store, ReadTracker& reads);
 
   asio::awaitable<ToolCallOutcome> call(ToolCallRequest request);
-  // Runs calls of one model turn: consecutive read-only calls in parallel,
-  // every other call alone, in order. Outcomes come back in call order.
+  // Runs calls of one model turn: consecutive calls that change nothing
+  // (config::changes_nothing) in parallel, every other call alone, in order.
+  // Outcomes come back in call order.
   asio::awaitable<std::vector<ToolCallOutcome>> batch(std::vector<ToolCallRequest> requests);
   // Cancels a call waiting for approval, queued or running; false if unknown.
   bool cancel(const std::string& call_id);

@@ -1237,7 +1237,7 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       continue;
     }
-    if (resumed && tool->tier != config::SafetyTier::read_only) {
+    if (resumed && !config::changes_nothing(*tool)) {
       interrupted[i] = true;
       outcomes[i] = {
           {"status", "interrupted"},

@@ -40,11 +40,11 @@ class ToolGateway {
 
   // Runs one model turn's calls (all but the loop engine's own tools:
   // runner lanes, and the tools looprd hosts such as memory notes and the
-  // oracle): consecutive read-only calls in parallel, the others alone, in
-  // order. `repo` is the repository the loop was made for (memory notes are
-  // kept per repository). Returns one tool.call result per call, in call
-  // order (docs/control-protocol.md: {call_id, tool, lane, status, ok,
-  // output, error?, exit_code, duration_ms, truncated}).
+  // oracle): consecutive calls that change nothing (config::changes_nothing)
+  // in parallel, the others alone, in order. `repo` is the repository the
+  // loop was made for (memory notes are kept per repository). Returns one tool.call result per
+  // call, in call order (docs/control-protocol.md: {call_id, tool, lane, status, ok, output,
+  // error?, exit_code, duration_ms, truncated}).
   virtual asio::awaitable<std::vector<nlohmann::json>> run_calls(
       const std::string& loop_id, const std::string& worktree, const std::string& repo,
       std::vector<GatewayCall> calls) = 0;

@@ -115,4 +115,16 @@ RepoFile read_repo_file(const std::string& repo) {
   return file;
 }
 
+bool repo_file_present(const std::string& repo) {
+  const UniqueFd top(::open(repo.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!top) return true;  // read_repo_file reports it as a file it cannot use
+  struct stat info {};
+  if (::fstatat(top.get(), ".loopr", &info, AT_SYMLINK_NOFOLLOW) != 0) return errno != ENOENT;
+  if (S_ISLNK(info.st_mode)) return true;
+  if (!S_ISDIR(info.st_mode)) return false;
+  const UniqueFd dir(::openat(top.get(), ".loopr", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return true;
+  return ::fstatat(dir.get(), "loopr.toml", &info, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
 }  // namespace loopr::repos

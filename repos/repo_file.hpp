@@ -32,4 +32,10 @@ struct RepoFile {
 // `repo` is the repository's realpath.
 RepoFile read_repo_file(const std::string& repo);
 
+// Whether read_repo_file(repo) would find something there (a link or a bad
+// file too: exists), looked at without following a link and without reading
+// the file: a cheap check for a caller that needs the settings only when a
+// file is there.
+bool repo_file_present(const std::string& repo);
+
 }  // namespace loopr::repos

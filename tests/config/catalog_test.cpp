@@ -490,6 +490,28 @@ TEST(CatalogTraits, BuiltinCommandToolsCarryTheirCommandTrait) {
   EXPECT_EQ(c.find("web_fetch")->command, ToolCommand::none);
 }
 
+// A call runs again after its runner died, or beside its neighbours, only
+// when it changes nothing: the read-only tier alone, which a user's file may
+// give any tool to skip its approvals, does not make a file write such a call.
+TEST(CatalogTraits, OnlyAReadOnlyToolThatWritesNoFileChangesNothing) {
+  const Catalog builtin = Catalog::builtin();
+  EXPECT_TRUE(changes_nothing(*builtin.find("read_file")));
+  EXPECT_TRUE(changes_nothing(*builtin.find("grep")));
+  EXPECT_FALSE(changes_nothing(*builtin.find("write_file")));
+  EXPECT_FALSE(changes_nothing(*builtin.find("run_command")));
+  const Catalog marked = merged_catalog(
+      "[tools.write_file]\ntier = \"read-only\"\n"
+      "[tools.edit_file]\ntier = \"read-only\"\n"
+      "[tools.file_delete]\ntier = \"read-only\"\n"
+      "[tools.run_command_isolated]\ntier = \"read-only\"\n");
+  EXPECT_FALSE(changes_nothing(*marked.find("write_file")));
+  EXPECT_FALSE(changes_nothing(*marked.find("edit_file")));
+  EXPECT_FALSE(changes_nothing(*marked.find("file_delete")));
+  // For a command tool the tier is the user's word that its command (a
+  // status, a lint) changes nothing.
+  EXPECT_TRUE(changes_nothing(*marked.find("run_command_isolated")));
+}
+
 // The loops validate with the first enabled tool whose command trait is
 // validate: the built-in validate, or what a file gave that trait instead.
 TEST(CatalogTraits, TheFirstEnabledToolWithACommandTraitIsFoundWhateverItsName) {

@@ -52,6 +52,7 @@ class RepoSettingsTest : public ::testing::Test {
 TEST_F(RepoSettingsTest, WithoutAFileTheDaemonDefaultsApply) {
   const EffectiveRepoSettings s = resolved();
   EXPECT_EQ(s.state, FileState::none);
+  EXPECT_FALSE(repo_file_present(repo_));
   EXPECT_EQ(s.commands.test, "ctest --test-dir build");
   EXPECT_EQ(s.sources.at("commands.test"), Source::daemon_default);
   EXPECT_FALSE(s.refusal());
@@ -145,6 +146,12 @@ TEST_F(RepoSettingsTest, HostileFilesAreRefusedWithTheirReason) {
          tree_.symlink(outside + "/loopr.toml", "app/.loopr/loopr.toml");
        },
        "is a symbolic link"},
+      {"dangling link",
+       [&] {
+         tree_.mkdir("app/.loopr");
+         tree_.symlink(outside + "/missing.toml", "app/.loopr/loopr.toml");
+       },
+       "is a symbolic link"},
       {"oversize",
        [&] { tree_.write("app/.loopr/loopr.toml", "# " + std::string(70000, 'x') + "\n"); },
        "bytes, over the 65536"},
@@ -165,6 +172,8 @@ TEST_F(RepoSettingsTest, HostileFilesAreRefusedWithTheirReason) {
   for (const Case& c : cases) {
     std::filesystem::remove_all(tree_.path("app/.loopr"));
     c.make();
+    // The router's cheap check must see it, or it would skip the refusal.
+    EXPECT_TRUE(repo_file_present(repo_)) << c.name;
     const EffectiveRepoSettings s = resolved();
     EXPECT_EQ(s.state, FileState::invalid) << c.name;
     EXPECT_EQ(s.commands.test, "ctest --test-dir build") << c.name;
