@@ -18,11 +18,10 @@
 // A plan is re-run with plan.iterate.
 #include <spdlog/spdlog.h>
 
-#include <set>
-
 #include "loops/loop_engine.hpp"
 #include "loops/loop_run.hpp"
 #include "loops/method_errors.hpp"
+#include "loops/rerun_check.hpp"
 
 namespace loopr::loops {
 namespace {
@@ -31,150 +30,7 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxFeedbackBytes = 64 * 1024;
 
-std::string status_name(const LoopRun& run) {
-  return std::string(to_string(run.status()));
-}
-
 }  // namespace
-
-std::vector<std::shared_ptr<LoopRun>> LoopEngine::ancestors_of(const LoopRun& run) const {
-  std::vector<std::shared_ptr<LoopRun>> chain;
-  std::string id = run.parent_id();
-  while (!id.empty()) {
-    auto parent = run_of(id);
-    if (!parent || chain.size() > 64) break;
-    chain.push_back(parent);
-    id = parent->parent_id();
-  }
-  return chain;
-}
-
-Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::loops_to_revive(
-    const std::shared_ptr<LoopRun>& run) const {
-  std::vector<std::shared_ptr<LoopRun>> revive;
-  const std::string plan_id = run->spec().root_plan();
-  auto plan = run_of(plan_id);
-  if (!plan || plan.get() == run.get() || !is_final(plan->status())) return revive;
-  if (plan->status() != LoopStatus::failed && plan->status() != LoopStatus::blocked) {
-    return invalid_state("plan " + plan_id + " is " + status_name(*plan) +
-                             "; only a loop of a plan being carried out, failed or blocked is "
-                             "re-run",
-                         "make a new plan: looprctl plan");
-  }
-  std::set<std::string> under;
-  for (const auto& below : descendants_of(run->id()))
-    under.insert(below->id());
-  std::set<std::string> above;
-  for (const auto& ancestor : ancestors_of(*run))
-    above.insert(ancestor->id());
-  std::vector<std::shared_ptr<LoopRun>> tree = descendants_of(plan_id);
-  tree.push_back(plan);
-  for (const auto& loop : tree) {
-    if (loop.get() == run.get() || under.count(loop->id()) || above.count(loop->id())) continue;
-    if (!is_final(loop->status()) || loop->status() == LoopStatus::completed ||
-        loop->status() == LoopStatus::invalidated || is_stale(*loop)) {
-      continue;
-    }
-    if (loop->progress().status_before_tree_ended.empty()) {
-      return invalid_state(
-          loop->id() + " ended " + status_name(*loop) + " (" +
-              loop->progress().status_reason.substr(0, 200) + ") and is not under " + run->id() +
-              "; re-running " + run->id() + " would end plan " + plan_id + " again",
-          "re-run " + loop->id() + " or a loop above it: looprctl loop rerun " + loop->id());
-    }
-    revive.push_back(loop);
-  }
-  for (const auto& loop : revive) {
-    if (loop->progress().worktree_removed) {
-      return invalid_state(
-          loop->id() + "'s worktree was removed, so plan " + plan_id + " cannot be brought back",
-          "iterate the plan or make a new one");
-    }
-    if (loop->progress().deleted) {
-      return invalid_state(
-          loop->id() + " was deleted, so plan " + plan_id + " cannot be brought back",
-          "iterate the plan or make a new one");
-    }
-  }
-  return revive;
-}
-
-bool LoopEngine::is_stale(const LoopRun& loop) const {
-  const LoopRun* child = &loop;
-  for (const auto& ancestor : ancestors_of(loop)) {
-    if (ancestor->status() == LoopStatus::invalidated ||
-        child->spec().generation < ancestor->progress().generation) {
-      return true;
-    }
-    child = ancestor.get();
-  }
-  return false;
-}
-
-Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::rerun_refusal(
-    const std::shared_ptr<LoopRun>& run) const {
-  const std::string id = run->id();
-  const std::string parent = run->parent_id();
-  const std::string parent_hint =
-      parent.empty() ? std::string()
-      : parent == run->spec().root_plan()
-          ? "iterate its plan instead: looprctl plan iterate " + parent + " --feedback TEXT"
-          : "re-run " + parent + " instead: looprctl loop rerun " + parent;
-  if (run->progress().deleted) {
-    return invalid_state("loop " + id + " was deleted", "make a new loop");
-  }
-  switch (run->status()) {
-    case LoopStatus::queued:
-      return invalid_state(
-          "loop " + id + " has not started yet",
-          "it starts by itself (" +
-              (run->progress().queue_reason.empty() ? std::string("waiting for a slot")
-                                                    : run->progress().queue_reason) +
-              ")");
-    case LoopStatus::invalidated:
-      return invalid_state("loop " + id + " was invalidated: a re-run above it replaced it",
-                           parent_hint);
-    case LoopStatus::budget_exhausted:
-      return invalid_state("loop " + id + " spent its budget (" +
-                               run->progress().status_reason.substr(0, 200) +
-                               "); a re-run would stop at once",
-                           "make a new loop or plan with a larger budget");
-    case LoopStatus::completed:
-      if (!parent.empty()) {
-        return invalid_state(
-            "loop " + id + " completed; its work is " +
-                (run->progress().merged.is_null() ? "being merged into " : "merged into ") + parent,
-            parent_hint);
-      }
-      break;
-    default:
-      break;
-  }
-  if (is_stale(*run)) {
-    return invalid_state("loop " + id + " belongs to an older generation of its tree", parent_hint);
-  }
-  if (run->progress().worktree_removed || run->spec().worktree.empty()) {
-    return invalid_state("loop " + id + "'s worktree was removed",
-                         "make a new loop on its branch " + run->spec().branch);
-  }
-  if (!run->progress().artifact.is_null() && run->spec().type != "code" &&
-      run->progress().children_base.empty() && !children_ids(id).empty() &&
-      run->progress().reset_to.empty()) {
-    return invalid_state("loop " + id +
-                             " made its children before loopr recorded where they began, so "
-                             "its branch cannot go back",
-                         parent_hint.empty() ? "make a new plan" : parent_hint);
-  }
-  for (const auto& ancestor : ancestors_of(*run)) {
-    if (ancestor->progress().worktree_removed || ancestor->progress().deleted) {
-      return invalid_state(ancestor->id() + " above it was " +
-                               (ancestor->progress().deleted ? "deleted" : "gc'd") +
-                               ", so its tree cannot go on",
-                           "make a new plan");
-    }
-  }
-  return loops_to_revive(run);
-}
 
 asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params) {
   if (stopping_) co_return invalid_state("looprd is shutting down");
@@ -197,7 +53,7 @@ asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params
     co_return invalid_state("plan " + plan_id + " is still stopping its loops",
                             "try again in a moment");
   }
-  if (auto refused = rerun_refusal(run); !refused) co_return std::move(refused).error();
+  if (auto refused = check_rerun(tree_, run); !refused) co_return std::move(refused).error();
   const bool was_running = run->running();
   while (run->running() && !stopping_)
     co_await stop_run(run);
@@ -206,7 +62,7 @@ asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params
   const bool ended = co_await wait_until_tree_ended(plan_id);
   Result<std::vector<std::shared_ptr<LoopRun>>> revive =
       invalid_state("plan " + plan_id + " is still stopping its loops", "try again in a moment");
-  if (ended) revive = rerun_refusal(run);
+  if (ended) revive = check_rerun(tree_, run);
   if (!revive) {
     if (was_running && !is_final(run->status()) && !run->running()) launch(run);
     co_return std::move(revive).error();
@@ -219,7 +75,7 @@ asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params
   // was (flagged for a new re-run).
   std::vector<std::string> invalidated;
   std::vector<std::shared_ptr<LoopRun>> below;
-  for (const auto& loop : descendants_of(id)) {
+  for (const auto& loop : tree_.descendants_of(id)) {
     if (loop->status() == LoopStatus::invalidated) continue;
     invalidated.push_back(loop->id());
     below.push_back(loop);
@@ -234,7 +90,7 @@ asio::awaitable<Result<json>> LoopEngine::rerun(proto::LoopFeedbackParams params
     loop->revive(back, why);
     revived.push_back(loop->id());
   }
-  for (const auto& ancestor : ancestors_of(*run)) {
+  for (const auto& ancestor : tree_.ancestors_of(*run)) {
     if (ancestor->status() == LoopStatus::waiting) continue;
     ancestor->revive(LoopStatus::waiting, why);
     revived.push_back(ancestor->id());

@@ -23,6 +23,7 @@
 
 #include "common/json_text.hpp"
 #include "loops/artifacts.hpp"
+#include "loops/child_specs.hpp"
 #include "loops/git/merges.hpp"
 #include "loops/loop_engine.hpp"
 #include "loops/loop_run.hpp"
@@ -37,60 +38,6 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string prefix_of(const LoopSpec& spec) {
-  if (spec.role == "resolver") return "m";
-  if (spec.type == "plan") return "p";
-  if (spec.type == "spec") return "s";
-  if (spec.type == "phase") return "ph";
-  return "c";
-}
-
-// The grep a resolver's validation starts with: no conflict marker is left.
-constexpr const char* kNoConflictMarkers =
-    "! grep -rIlE --exclude-dir=.git '^(<<<<<<<|>>>>>>>)( |$)' .";
-
-std::string spec_task(const json& plan, const json& entry) {
-  std::string task = "Write the spec '" + text_member(entry, "name") +
-                     "': " + text_member(entry, "title") + "\n\n" +
-                     text_member(entry, "description") + "\n\nIt is part of the plan '" +
-                     text_member(plan, "title") + "': " + text_member(plan, "overview") +
-                     "\n\nRead the code it touches, then call create_spec with 1 to 7 phases (one "
-                     "for a small change, each phase costs a build and a review), in the order "
-                     "they must be done; each phase small enough for one focused code "
-                     "change that can be validated.";
-  return task;
-}
-
-std::string phase_task(const json& spec, const json& entry) {
-  std::string task = "Plan the phase '" + text_member(entry, "name") +
-                     "': " + text_member(entry, "title") + "\n\n" +
-                     text_member(entry, "description");
-  if (!text_member(entry, "validation").empty()) {
-    task += "\n\nHow to check it: " + text_member(entry, "validation");
-  }
-  task += "\n\nIt is part of the spec '" + text_member(spec, "title") +
-          "': " + text_member(spec, "overview") +
-          "\n\nRead the code it touches, then call create_phase with the tasks (each with its "
-          "file and whether it creates, modifies or deletes it) and a shell command whose exit "
-          "code 0 shows the phase is done.";
-  return task;
-}
-
-std::string code_task(const json& phase) {
-  std::string task =
-      text_member(phase, "title") + "\n\n" + text_member(phase, "objective") + "\n\nTasks:";
-  for (const json& item : phase.value("tasks", json::array())) {
-    task += "\n- " + text_member(item, "description");
-    const std::string file = text_member(item, "file");
-    const std::string action = text_member(item, "action");
-    if (!file.empty())
-      task += " (" + (action.empty() ? std::string("touch") : action) + " " + file + ")";
-  }
-  task +=
-      "\n\nThe phase is done when `" + text_member(phase, "validation_command") + "` exits with 0.";
-  return task;
 }
 
 }  // namespace
@@ -113,102 +60,23 @@ void LoopEngine::status_changed(const LoopRun& run) {
   request_reconcile();
 }
 
-std::shared_ptr<LoopRun> LoopEngine::run_of(const std::string& id) const {
-  auto it = runs_.find(id);
-  return it == runs_.end() ? nullptr : it->second;
-}
-
-std::vector<std::shared_ptr<LoopRun>> LoopEngine::children_of(const std::string& id,
-                                                              bool current_generation_only) const {
-  std::vector<std::shared_ptr<LoopRun>> children;
-  auto parent = run_of(id);
-  for (const auto& [child_id, run] : runs_) {
-    if (run->parent_id() != id) continue;
-    if (current_generation_only &&
-        (run->status() == LoopStatus::invalidated ||
-         (parent && run->spec().generation != parent->progress().generation))) {
-      continue;
-    }
-    children.push_back(run);
-  }
-  std::sort(children.begin(), children.end(),
-            [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
-  return children;
-}
-
-std::vector<std::string> LoopEngine::children_ids(const std::string& id) const {
-  std::vector<std::string> ids;
-  for (const auto& child : children_of(id, false))
-    ids.push_back(child->id());
-  return ids;
-}
-
-std::vector<std::shared_ptr<LoopRun>> LoopEngine::descendants_of(const std::string& id) const {
-  std::vector<std::shared_ptr<LoopRun>> out;
-  std::vector<std::string> frontier{id};
-  while (!frontier.empty()) {
-    const std::string next = frontier.back();
-    frontier.pop_back();
-    for (const auto& child : children_of(next, false)) {
-      out.push_back(child);
-      frontier.push_back(child->id());
-    }
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
-  return out;
-}
-
-const config::BudgetLimits* LoopEngine::plan_budget(const std::string& plan_id) const {
-  auto plan = run_of(plan_id);
-  return plan ? &plan->spec().plan_budget : nullptr;
-}
-
-Spend LoopEngine::tree_spend(const std::string& plan_id) const {
-  Spend total;
-  for (const auto& [id, run] : runs_) {
-    if (id == plan_id || run->spec().plan_id == plan_id) total += run->progress().spend;
-  }
-  return total;
-}
-
 std::string LoopEngine::loop_folder(const std::string& id) const {
   return services_.state_dir + "/loops/" + id;
-}
-
-std::string LoopEngine::next_child_id(const std::string& parent_id, const std::string& prefix,
-                                      std::int64_t offset) const {
-  // Children keep counting across generations (p7-s3 after an iterate), so
-  // an id is never reused.
-  std::int64_t count = 0;
-  const std::string stem = parent_id + "-" + prefix;
-  for (const auto& [id, run] : runs_) {
-    if (run->parent_id() == parent_id && id.rfind(stem, 0) == 0 &&
-        id.find_first_not_of("0123456789", stem.size()) == std::string::npos) {
-      count = std::max<std::int64_t>(count, std::stoll(id.substr(stem.size())));
-    }
-  }
-  return stem + std::to_string(count + 1 + offset);
 }
 
 void LoopEngine::name_new_loop(LoopSpec& spec, const std::string& parent_id, std::int64_t offset) {
   const std::int64_t seq = next_seq_++;
   spec.seq = seq;
   spec.id = parent_id.empty() ? loop_id_for(spec.type, seq)
-                              : next_child_id(parent_id, prefix_of(spec), offset);
+                              : tree_.next_child_id(parent_id, loop_id_prefix(spec), offset);
   spec.branch = "loop/" + spec.id;
   spec.worktree = services_.settings.worktree_folder() + "/" + spec.id;
 }
 
 bool LoopEngine::slot_free_for(const std::string& type) const {
   const auto& limits = services_.settings.scheduler;
-  std::int64_t running = static_cast<std::int64_t>(starting_);
-  std::int64_t of_type = 0;
-  for (const auto& [id, run] : runs_) {
-    if (!runs_model(run->status())) continue;
-    ++running;
-    if (run->spec().type == type) ++of_type;
-  }
+  const std::int64_t running = static_cast<std::int64_t>(starting_) + tree_.running_models();
+  const std::int64_t of_type = tree_.running_models_of_type(type);
   if (limits.max_running > 0 && running >= limits.max_running) return false;
   const std::int64_t per_type = limits.limit_for(type);
   return per_type <= 0 || of_type < per_type;
@@ -253,7 +121,7 @@ Result<std::vector<std::shared_ptr<LoopRun>>> LoopEngine::store_new_loops(
     row.created_at_ms = row.updated_at_ms = now_ms();
     auto run =
         std::make_shared<LoopRun>(*this, std::move(row), std::move(specs[i]), LoopProgress{});
-    runs_[run->id()] = run;
+    tree_.add(run);
     services_.publish("loop.created", {{"loop", run->to_json(false)}});
     runs.push_back(run);
   }
@@ -266,7 +134,7 @@ asio::awaitable<Result<WorktreeInfo>> LoopEngine::make_worktree(const LoopSpec& 
   const std::string base = spec.parent_branch.empty() ? spec.base : spec.parent_branch;
   std::string merge_source;
   if (spec.role == "resolver") {
-    if (auto child = run_of(spec.merge_child)) merge_source = child->spec().branch;
+    if (auto child = tree_.run_of(spec.merge_child)) merge_source = child->spec().branch;
   }
   const std::string message = "loopr: merge " + merge_source + " into " + spec.parent_branch +
                               " (conflicts resolved by loop " + spec.id + ")";
@@ -383,32 +251,13 @@ asio::awaitable<void> LoopEngine::reconcile_loop() {
   } while (reconcile_again_ && !stopping_);
 }
 
-std::string LoopEngine::unmet_dependency(const LoopRun& run) const {
-  if (!run.parent_id().empty()) {
-    auto parent = run_of(run.parent_id());
-    if (!parent || parent->status() != LoopStatus::waiting) return run.parent_id();
-  }
-  for (const std::string& id : run.spec().depends_on) {
-    auto dependency = run_of(id);
-    if (!dependency || dependency->status() != LoopStatus::completed ||
-        dependency->progress().merged.is_null()) {
-      return id;
-    }
-  }
-  return {};
-}
-
 asio::awaitable<bool> LoopEngine::reconcile_once() {
-  std::vector<std::shared_ptr<LoopRun>> ordered;
-  for (const auto& [id, run] : runs_)
-    if (!run->progress().deleted) ordered.push_back(run);
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
+  const std::vector<std::shared_ptr<LoopRun>> ordered = tree_.in_creation_order(false);
 
   // 1. What an iterate left behind (also after a crash in the middle of it).
   for (const auto& run : ordered) {
     if (run->status() == LoopStatus::invalidated || run->parent_id().empty()) continue;
-    auto parent = run_of(run->parent_id());
+    auto parent = tree_.run_of(run->parent_id());
     if (!parent) continue;
     const bool stale = parent->status() == LoopStatus::invalidated ||
                        run->spec().generation < parent->progress().generation;
@@ -425,7 +274,7 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
         run->parent_id().empty()) {
       continue;
     }
-    auto parent = run_of(run->parent_id());
+    auto parent = tree_.run_of(run->parent_id());
     if (!parent || parent->status() != LoopStatus::waiting) continue;
     if (co_await merge_child(parent, run)) co_return true;
   }
@@ -444,7 +293,7 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
     if (runs_model(run->status())) {
       running.push_back(entry);
     } else if (run->status() == LoopStatus::queued) {
-      const std::string unmet = unmet_dependency(*run);
+      const std::string unmet = tree_.unmet_dependency(*run);
       std::string reason = unmet.empty() ? "waiting for a slot" : "waiting for " + unmet;
       if (run->progress().queue_reason != reason) {
         run->progress_for_update().queue_reason = reason;
@@ -457,7 +306,7 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
     running.push_back(ScheduledLoop{"", "", "", 0});
   bool started = false;
   for (const std::string& id : pick_loops_to_start(ready, running, services_.settings.scheduler)) {
-    auto run = run_of(id);
+    auto run = tree_.run_of(id);
     if (!run || run->status() != LoopStatus::queued) continue;
     co_await start_queued(run);
     started = true;
@@ -470,66 +319,11 @@ asio::awaitable<bool> LoopEngine::reconcile_once() {
   co_return started;
 }
 
-LoopSpec LoopEngine::child_spec(const LoopRun& parent, const std::string& type) const {
-  const LoopSpec& ps = parent.spec();
-  const config::LoopSettings& loop_settings = services_.settings.loops.at(type);
-  LoopSpec spec;
-  spec.type = type;
-  spec.repo = ps.repo;
-  spec.provider = ps.provider;
-  spec.model = ps.model;
-  spec.validate = loop_settings.validation_command;
-  spec.prompt_template = loop_settings.prompt_template;
-  spec.tools = loop_settings.tools;
-  spec.max_iterations = loop_settings.max_iterations;
-  spec.budget = services_.settings.budgets.loop;
-  spec.plan_id = ps.root_plan();
-  spec.parent_branch = ps.branch;
-  spec.generation = parent.progress().generation;
-  spec.validate_timeout_s = ps.validate_timeout_s;
-  spec.user_branch = ps.user_branch;
-  // The repository's settings as the plan resolved them (repos/).
-  spec.repo_settings = ps.repo_settings;
-  spec.commands = ps.commands;
-  spec.prep = ps.prep;
-  return spec;
-}
-
 bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
   const LoopSpec& ps = parent->spec();
-  const json& artifact = parent->progress().artifact;
-  std::vector<LoopSpec> specs;
-  auto child = [&](const std::string& type, std::string task, json input) {
-    LoopSpec spec = child_spec(*parent, type);
-    spec.task = std::move(task);
-    spec.input = std::move(input);
-    name_new_loop(spec, ps.id, static_cast<std::int64_t>(specs.size()));
-    return spec;
-  };
-  if (ps.type == "plan") {
-    std::map<std::string, std::string> id_of_name;
-    for (const json& entry : artifact.value("specs", json::array())) {
-      specs.push_back(child("spec", spec_task(artifact, entry), entry));
-      id_of_name[text_member(entry, "name")] = specs.back().id;
-    }
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      for (const json& name : specs[i].input.value("dependencies", json::array())) {
-        if (name.is_string() && id_of_name.count(name.get<std::string>())) {
-          specs[i].depends_on.push_back(id_of_name[name.get<std::string>()]);
-        }
-      }
-    }
-  } else if (ps.type == "spec") {
-    for (const json& entry : artifact.value("phases", json::array())) {
-      specs.push_back(child("phase", phase_task(artifact, entry), entry));
-      // Phases run one after the other: each starts from its spec's branch
-      // once the one before it is merged there.
-      if (specs.size() > 1) specs.back().depends_on.push_back(specs[specs.size() - 2].id);
-    }
-  } else if (ps.type == "phase") {
-    specs.push_back(child("code", code_task(artifact), artifact));
-    specs.back().validate = text_member(artifact, "validation_command");
-  }
+  std::vector<LoopSpec> specs = children_from_artifact(
+      ps, parent->progress(), services_.settings,
+      [&](LoopSpec& spec, std::int64_t offset) { name_new_loop(spec, ps.id, offset); });
   if (specs.empty()) {
     parent->set_status(LoopStatus::failed, "its " + ps.type + " has nothing to carry out");
     return true;
@@ -545,7 +339,7 @@ bool LoopEngine::make_children(const std::shared_ptr<LoopRun>& parent) {
 }
 
 asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun>& parent) {
-  auto children = children_of(parent->id(), true);
+  auto children = tree_.children_of(parent->id(), true);
   if (children.empty()) {
     // Where a re-run of this loop goes back to, stored before any child
     // exists (a plan's is its approval's commit).
@@ -601,7 +395,7 @@ asio::awaitable<bool> LoopEngine::reconcile_parent(const std::shared_ptr<LoopRun
 asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& parent,
                                               const std::shared_ptr<LoopRun>& child) {
   // A child whose merge conflicted waits for its resolver instead.
-  for (const auto& sibling : children_of(parent->id(), true)) {
+  for (const auto& sibling : tree_.children_of(parent->id(), true)) {
     if (sibling->spec().role == "resolver" && sibling->spec().merge_child == child->id()) {
       if (sibling->status() == LoopStatus::completed && !sibling->progress().merged.is_null()) {
         child->progress_for_update().merged = {
@@ -657,25 +451,8 @@ asio::awaitable<bool> LoopEngine::merge_child(const std::shared_ptr<LoopRun>& pa
         "the resolved merge " + child_spec.id + " conflicts again in " + files.dump());
     co_return true;
   }
-  LoopSpec resolver = this->child_spec(*parent, "code");
-  resolver.role = "resolver";
-  resolver.merge_child = child_spec.id;
-  resolver.max_iterations = services_.settings.merges.resolve_max_iterations;
-  resolver.input = {{"child", child_spec.id}, {"files", files}};
-  std::string list;
-  for (const auto& file : merged->conflicts)
-    list += "\n- " + file;
-  resolver.task = "Merging " + child_spec.branch + " into " + parent_spec.branch +
-                  " conflicted. This worktree holds the merge in progress; these files have "
-                  "conflict markers (<<<<<<< ... ======= ... >>>>>>>):" +
-                  list +
-                  "\n\nRead each file, resolve every conflict so that both sides' intent is kept, "
-                  "remove all the markers, then call complete_task.";
-  resolver.validate = kNoConflictMarkers;
-  if (parent_spec.type == "phase") {
-    const std::string phase_check = text_member(parent->progress().artifact, "validation_command");
-    if (!phase_check.empty()) resolver.validate += std::string(" && ") + "(" + phase_check + ")";
-  }
+  LoopSpec resolver = resolver_spec(parent_spec, parent->progress(), child_spec, merged->conflicts,
+                                    services_.settings);
   name_new_loop(resolver, parent_spec.id);
   const std::string resolver_id = resolver.id;
   auto stored = store_new_loops({resolver}, parent, LoopStatus::queued);
@@ -728,8 +505,8 @@ asio::awaitable<void> LoopEngine::end_parent(const std::shared_ptr<LoopRun>& par
 
 asio::awaitable<void> LoopEngine::end_tree(const std::string& plan_id, const std::string& reason) {
   if (plan_id.empty()) co_return;
-  std::vector<std::shared_ptr<LoopRun>> tree = descendants_of(plan_id);
-  if (auto plan = run_of(plan_id)) tree.insert(tree.begin(), plan);
+  std::vector<std::shared_ptr<LoopRun>> tree = tree_.descendants_of(plan_id);
+  if (auto plan = tree_.run_of(plan_id)) tree.insert(tree.begin(), plan);
   ++trees_ending_[plan_id];
   for (const auto& run : tree) {
     if (is_final(run->status())) continue;
@@ -764,7 +541,7 @@ asio::awaitable<bool> LoopEngine::wait_until_tree_ended(const std::string& plan_
 
 void LoopEngine::cancel_subtree(const std::string& id, const std::string& reason) {
   std::vector<std::shared_ptr<LoopRun>> below;
-  for (const auto& run : descendants_of(id))
+  for (const auto& run : tree_.descendants_of(id))
     if (!is_final(run->status())) below.push_back(run);
   if (below.empty()) return;
   ++active_;
@@ -782,10 +559,7 @@ asio::awaitable<void> LoopEngine::remove_finished_worktrees(bool everything, boo
                                                             json* removed, json* kept) {
   const std::int64_t keep_ms = services_.settings.worktrees.keep_finished_s * 1000;
   const std::int64_t now = now_ms();
-  std::vector<std::shared_ptr<LoopRun>> ordered;
-  for (const auto& [id, run] : runs_)
-    ordered.push_back(run);
-  for (const auto& run : ordered) {
+  for (const auto& run : tree_.in_creation_order(true)) {
     if (run->progress().worktree_removed || run->spec().base_commit.empty()) continue;
     std::string why_kept;
     if (!is_final(run->status())) {
@@ -794,7 +568,7 @@ asio::awaitable<void> LoopEngine::remove_finished_worktrees(bool everything, boo
                run->progress().merged.is_null()) {
       why_kept = "not merged yet";
     } else {
-      for (const auto& below : descendants_of(run->id())) {
+      for (const auto& below : tree_.descendants_of(run->id())) {
         if (!is_final(below->status())) {
           why_kept = "loops under it still run";
           break;
@@ -806,7 +580,7 @@ asio::awaitable<void> LoopEngine::remove_finished_worktrees(bool everything, boo
       // A tree that ended failed or blocked may be re-run (loop.rerun,
       // plan.iterate): only looprctl gc removes its worktrees.
       if (why_kept.empty() && !everything) {
-        auto plan = run_of(run->spec().root_plan());
+        auto plan = tree_.run_of(run->spec().root_plan());
         if (plan &&
             (plan->status() == LoopStatus::failed || plan->status() == LoopStatus::blocked)) {
           why_kept = "its plan " + plan->id() + " is " + std::string(to_string(plan->status())) +
