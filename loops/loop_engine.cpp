@@ -73,7 +73,7 @@ Result<void> LoopEngine::start() {
     LoopProgress progress = LoopProgress::from_json(row.state);
     auto run =
         std::make_shared<LoopRun>(*this, std::move(row), std::move(*spec), std::move(progress));
-    runs_[run->id()] = run;
+    tree_.add(run);
     if (runs_model(run->status())) {
       spdlog::info("loop {} resumes ({})", run->id(), to_string(run->status()));
       launch(run);
@@ -114,7 +114,7 @@ void LoopEngine::launch(const std::shared_ptr<LoopRun>& run) {
 asio::awaitable<void> LoopEngine::stop() {
   stopping_ = true;
   if (worktree_tick_) worktree_tick_->cancel();
-  for (auto& [id, run] : runs_)
+  for (const auto& run : tree_.in_creation_order(true))
     run->stop();
   asio::steady_timer tick(services_.io);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -125,28 +125,18 @@ asio::awaitable<void> LoopEngine::stop() {
   }
 }
 
-Spend LoopEngine::total_spend() const {
-  Spend total;
-  for (const auto& [id, run] : runs_)
-    total += run->progress().spend;
-  return total;
-}
-
 std::size_t LoopEngine::running_count() const {
-  std::size_t count = 0;
-  for (const auto& [id, run] : runs_)
-    if (run->status() == LoopStatus::running) ++count;
-  return count;
+  return tree_.count_with_status(LoopStatus::running);
 }
 
 Result<std::shared_ptr<LoopRun>> LoopEngine::find(const std::string& id) const {
-  auto it = runs_.find(id);
-  if (it == runs_.end()) {
+  auto run = tree_.run_of(id);
+  if (!run) {
     return with_rpc_code(make_error(errc::not_found, "no loop '" + id.substr(0, 100) + "'",
                                     "list the loops with `looprctl loops`"),
                          proto::ControlErrorCode::loop_not_found);
   }
-  return it->second;
+  return run;
 }
 
 Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& params,
@@ -324,13 +314,8 @@ Result<json> LoopEngine::list(const proto::LoopListParams& params) const {
   }
   const std::string& type = params.type;
   const bool include_deleted = params.include_deleted;
-  std::vector<std::shared_ptr<LoopRun>> ordered;
-  for (const auto& [id, run] : runs_)
-    ordered.push_back(run);
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   json loops = json::array();
-  for (const auto& run : ordered) {
+  for (const auto& run : tree_.in_creation_order(true)) {
     if (!status.empty() && to_string(run->status()) != status) continue;
     if (!type.empty() && run->spec().type != type) continue;
     if (run->progress().deleted && !include_deleted) continue;

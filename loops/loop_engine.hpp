@@ -7,7 +7,15 @@
 //
 // It reaches tools through ToolGateway, models through a provider lookup,
 // clients through an event sink, and git through loops/git/ (worktrees,
-// commits, merges) on a worker thread (offload.hpp). The methods take the
+// commits, merges) on a worker thread (offload.hpp). Its parts:
+// - loop_engine.cpp: start and stop, and the loop.* methods;
+// - loop_engine_tree.cpp: the tree's work — naming, storing, starting,
+//   making children (child_specs.hpp), merging them, ending parents and
+//   trees — driven by one reconcile pass at a time;
+// - loop_engine_plans.cpp: the plan.* methods and loop.gc;
+// - loop_engine_rerun.cpp: loop.rerun (whether it may: rerun_check.hpp).
+// The loops themselves are a LoopTree (loop_tree.hpp); each runs as a
+// LoopRun that sees the engine only as its RunHost (run_host.hpp). The methods take the
 // typed params of proto/loop_messages.hpp; errors are Result<json> with rpc
 // codes 1001 (no such loop) and 1002 (the loop's state forbids it) in
 // details.rpc_code.
@@ -33,6 +41,7 @@
 #include "loops/git/worktrees.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
+#include "loops/loop_tree.hpp"
 #include "loops/run_host.hpp"
 #include "loops/scheduler.hpp"
 #include "loops/tool_gateway.hpp"
@@ -72,7 +81,7 @@ class LoopEngine final : public RunHost {
   Result<nlohmann::json> cancel(const std::string& id);
   asio::awaitable<Result<nlohmann::json>> remove(proto::LoopDeleteParams params);
 
-  // Plans (loops/plan_methods.cpp; docs/control-protocol.md "Plans").
+  // Plans (loop_engine_plans.cpp; docs/control-protocol.md "Plans").
   asio::awaitable<Result<nlohmann::json>> create_plan(proto::LoopCreatePlanParams params);
   Result<nlohmann::json> plan_get(const std::string& id) const;
   asio::awaitable<Result<nlohmann::json>> plan_approve(std::string id);
@@ -81,10 +90,11 @@ class LoopEngine final : public RunHost {
   asio::awaitable<Result<nlohmann::json>> plan_merge(proto::PlanMergeParams params);
   asio::awaitable<Result<nlohmann::json>> gc(proto::LoopGcParams params);
   // Runs one loop of a tree again (a spec or phase: its own work, with the
-  // person's feedback); its descendants are invalidated.
+  // person's feedback); its descendants are invalidated
+  // (loop_engine_rerun.cpp).
   asio::awaitable<Result<nlohmann::json>> rerun(proto::LoopFeedbackParams params);
 
-  std::size_t loop_count() const { return runs_.size(); }
+  std::size_t loop_count() const { return tree_.size(); }
   std::size_t running_count() const;
 
   // RunHost (run_host.hpp): what a LoopRun may ask of its engine.
@@ -93,10 +103,14 @@ class LoopEngine final : public RunHost {
   ProviderSlots& provider_slots() override { return provider_slots_; }
   LoopStatus status_after_own_work(const LoopSpec& spec) const override;
   void status_changed(const LoopRun& run) override;
-  std::vector<std::string> children_ids(const std::string& id) const override;
-  const config::BudgetLimits* plan_budget(const std::string& plan_id) const override;
-  Spend tree_spend(const std::string& plan_id) const override;
-  Spend total_spend() const override;
+  std::vector<std::string> children_ids(const std::string& id) const override {
+    return tree_.children_ids(id);
+  }
+  const config::BudgetLimits* plan_budget(const std::string& plan_id) const override {
+    return tree_.plan_budget(plan_id);
+  }
+  Spend tree_spend(const std::string& plan_id) const override { return tree_.tree_spend(plan_id); }
+  Spend total_spend() const override { return tree_.total_spend(); }
   std::string loop_folder(const std::string& id) const override;
 
  private:
@@ -109,7 +123,7 @@ class LoopEngine final : public RunHost {
   // removes worktrees on an idle daemon too; stop() ends it.
   void start_worktree_tick();
 
-  // ---- the tree (loops/loop_tree.cpp) ----
+  // ---- the tree's work (loop_engine_tree.cpp) ----
   // What a loop.create / loop.create_plan asked for, checked, as a LoopSpec
   // without id, branch or worktree.
   Result<LoopSpec> spec_from_params(const proto::LoopSpecParams& params, const std::string& type,
@@ -146,28 +160,12 @@ class LoopEngine final : public RunHost {
   asio::awaitable<bool> merge_child(const std::shared_ptr<LoopRun>& parent,
                                     const std::shared_ptr<LoopRun>& child);
   bool make_children(const std::shared_ptr<LoopRun>& parent);
-  // A child of `parent` of `type`: its parent's repository, model, plan,
-  // branch and generation, the type's [loops.TYPE] settings, the loop budget.
-  LoopSpec child_spec(const LoopRun& parent, const std::string& type) const;
-  std::string unmet_dependency(const LoopRun& run) const;
   asio::awaitable<void> start_queued(const std::shared_ptr<LoopRun>& run);
   asio::awaitable<void> stop_and_mark(const std::shared_ptr<LoopRun>& run, LoopStatus status,
                                       std::string reason);
   // Stops the run's coroutine (if any) and waits, at most 10 s, until it
   // has; the status stays as it is.
   asio::awaitable<void> stop_run(const std::shared_ptr<LoopRun>& run);
-  // The loops a re-run of `run` brings back (loops/loop_rerun.cpp), or why
-  // it cannot be re-run.
-  Result<std::vector<std::shared_ptr<LoopRun>>> loops_to_revive(
-      const std::shared_ptr<LoopRun>& run) const;
-  std::vector<std::shared_ptr<LoopRun>> ancestors_of(const LoopRun& run) const;
-  // Why `run` cannot be re-run now (an Error saying what to do instead), or
-  // the loops the re-run brings back.
-  Result<std::vector<std::shared_ptr<LoopRun>>> rerun_refusal(
-      const std::shared_ptr<LoopRun>& run) const;
-  // Of an older generation than its parent, or under an invalidated loop:
-  // no longer part of its tree.
-  bool is_stale(const LoopRun& loop) const;
   asio::awaitable<void> end_tree(const std::string& plan_id, const std::string& reason);
   // Waits (at most 15 s) while end_tree() is still stopping loops of the
   // plan: a re-run must see the tree's end whole. False: it did not end in
@@ -181,16 +179,10 @@ class LoopEngine final : public RunHost {
                                                   nlohmann::json* removed, nlohmann::json* kept);
   // Cancels every loop under `id` that has not ended.
   void cancel_subtree(const std::string& id, const std::string& reason);
-  std::vector<std::shared_ptr<LoopRun>> children_of(const std::string& id,
-                                                    bool current_generation_only) const;
-  std::vector<std::shared_ptr<LoopRun>> descendants_of(const std::string& id) const;
-  std::shared_ptr<LoopRun> run_of(const std::string& id) const;
-  std::string next_child_id(const std::string& parent_id, const std::string& prefix,
-                            std::int64_t offset) const;
 
   LoopEngineServices services_;
   asio::thread_pool git_pool_{1};
-  std::map<std::string, std::shared_ptr<LoopRun>> runs_;  // by id
+  LoopTree tree_;
   std::int64_t next_seq_ = 1;
   std::size_t active_ = 0;  // run coroutines not yet finished
   bool stopping_ = false;

@@ -69,7 +69,7 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   void stop();
   Result<void> mark_deleted();
 
-  // For the engine's tree work (loops/loop_tree.cpp), never while run() is
+  // For the engine's tree work (loops/loop_engine_tree.cpp), never while run() is
   // running: change progress through progress_for_update(), then record()
   // stores it with a journal step (false: the store refused; the change is
   // still in memory, so the caller stops). set_status() does both for a
@@ -98,7 +98,7 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   enum class Phase { new_iteration, model, commit, validate, decide, done };
 
   asio::awaitable<Phase> restore();
-  // Once per worktree, before its first iteration (loops/loop_prepare.cpp):
+  // Once per worktree, before its first iteration (loops/loop_run_prepare.cpp):
   // [worktrees] include and a parent's build outputs brought in
   // (worktree_prep.hpp), then the setup command on the heavy lane. False
   // when the loop ended (setup failed, cancelled) or looprd is stopping.

@@ -53,7 +53,7 @@ class RunHost {
   // What a loop becomes when its own work passed validation: a plan waits
   // for approval, a spec or phase for its children, a code loop completes.
   virtual LoopStatus status_after_own_work(const LoopSpec& spec) const = 0;
-  // A run's status changed: the tree may have work (loops/loop_tree.cpp).
+  // A run's status changed: the tree may have work (loops/loop_engine_tree.cpp).
   virtual void status_changed(const LoopRun& run) = 0;
   virtual std::vector<std::string> children_ids(const std::string& id) const = 0;
   // A plan's tree budget (null: the plan has none) and its tree's spend.

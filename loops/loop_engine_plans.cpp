@@ -2,7 +2,7 @@
 // "Plans"): the plan gate (approve, reject, iterate), the plan and its tree
 // as one answer, bringing a finished plan into the user's branch, and
 // removing worktrees no longer needed. The tree's own work is in
-// loops/loop_tree.cpp.
+// loops/loop_engine_tree.cpp.
 #include <spdlog/spdlog.h>
 
 #include <asio/co_spawn.hpp>
@@ -56,10 +56,10 @@ Result<json> LoopEngine::plan_get(const std::string& id) const {
   if (!found) return std::move(found).error();
   const auto& plan = *found;
   json tree = json::array();
-  for (const auto& run : descendants_of(plan->id()))
+  for (const auto& run : tree_.descendants_of(plan->id()))
     tree.push_back(run->to_json(false));
   const json& artifact = plan->progress().artifact;
-  const Spend used = tree_spend(plan->id());
+  const Spend used = tree_.tree_spend(plan->id());
   return json{
       {"plan", plan->to_json(true)},
       {"artifact", artifact},
@@ -139,7 +139,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(proto::LoopFeedbackParams
   // to go back to, a new iteration): after a crash from here on, the tree
   // finds its old children stale and invalidates them.
   std::vector<std::string> invalidated;
-  for (const auto& run : descendants_of(plan->id()))
+  for (const auto& run : tree_.descendants_of(plan->id()))
     if (run->status() != LoopStatus::invalidated) invalidated.push_back(run->id());
   LoopProgress& progress = plan->progress_for_update();
   progress.generation += 1;
@@ -153,7 +153,7 @@ asio::awaitable<Result<json>> LoopEngine::plan_iterate(proto::LoopFeedbackParams
                                  {"generation", progress.generation}})) {
     co_return make_error(errc::io, "the store refused the iteration");
   }
-  for (const auto& run : descendants_of(plan->id())) {
+  for (const auto& run : tree_.descendants_of(plan->id())) {
     if (run->status() == LoopStatus::invalidated) continue;
     co_await stop_and_mark(run, LoopStatus::invalidated,
                            "invalidated: plan " + plan->id() + " is being iterated");
