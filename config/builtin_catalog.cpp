@@ -668,7 +668,7 @@ constexpr BuiltinTool kBuiltinTools[] = {
 
 // The traits of the built-in tools (tool_traits.hpp); a tool not listed has
 // every default: runs no command, touches no file by path, no web facility,
-// a JSON view, no warm worker, no model of its own.
+// a JSON view, no warm worker, no model of its own, no memory notes.
 struct BuiltinTraits {
   std::string_view name;
   ToolCommand command = ToolCommand::none;
@@ -677,6 +677,7 @@ struct BuiltinTraits {
   ResultView result_view = ResultView::json;
   bool warm_worker = false;
   bool consults_model = false;
+  MemoryAccess memory = MemoryAccess::none;
 };
 
 constexpr BuiltinTraits kBuiltinTraits[] = {
@@ -702,6 +703,10 @@ constexpr BuiltinTraits kBuiltinTraits[] = {
     {.name = "web_fetch", .web = WebFacility::fetch},
     {.name = "web_search", .web = WebFacility::search},
     {.name = "oracle", .consults_model = true},
+    {.name = "memory_search", .memory = MemoryAccess::search},
+    {.name = "memory_save", .memory = MemoryAccess::save},
+    {.name = "memory_update", .memory = MemoryAccess::update},
+    {.name = "memory_delete", .memory = MemoryAccess::remove},
 };
 
 const BuiltinTraits* builtin_traits_of(std::string_view name) {
@@ -720,6 +725,7 @@ void set_builtin_traits(ToolSpec& spec) {
     spec.result_view = traits.result_view;
     spec.warm_worker = traits.warm_worker;
     spec.consults_model = traits.consults_model;
+    spec.memory = traits.memory;
   }
 }
 

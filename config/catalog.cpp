@@ -74,10 +74,10 @@ int strictness(SafetyTier tier) {
   return 2;
 }
 
-// file_access, web, warm_worker and consults_model describe what loopr's own
+// file_access, web, warm_worker, consults_model and memory describe what loopr's own
 // implementation of a built-in tool does (tool_traits.hpp); no file sets them.
 void refuse_implementation_traits(const toml::value& table, const std::string& base) {
-  for (const char* key : {"file_access", "web", "warm_worker", "consults_model"}) {
+  for (const char* key : {"file_access", "web", "warm_worker", "consults_model", "memory"}) {
     if (!table.contains(key)) continue;
     fail(table.at(key), base + "." + key,
          "is set by loopr for its built-in tools (it says what the tool's own implementation "
@@ -132,7 +132,7 @@ void merge_tool(std::vector<ToolSpec>& tools, const std::string& name, const tom
   detail::refuse_unknown_keys(table, base,
                               {"lane", "timeout_ms", "max_output_bytes", "description", "enabled",
                                "tier", "command", "result_view", "input_schema", "output_schema",
-                               "file_access", "web", "warm_worker", "consults_model"});
+                               "file_access", "web", "warm_worker", "consults_model", "memory"});
   refuse_implementation_traits(table, base);
 
   auto existing =

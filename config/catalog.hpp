@@ -77,9 +77,10 @@ struct ToolSpec {
   FileAccess file_access = FileAccess::none;
   WebFacility web = WebFacility::none;
   ResultView result_view = ResultView::json;
-  bool warm_worker = false;     // a lane's warm workers may serve its calls
-  bool consults_model = false;  // a daemon tool that spends model tokens (oracle)
-  nlohmann::json input_schema;  // passes check_tool_schema()
+  bool warm_worker = false;                  // a lane's warm workers may serve its calls
+  bool consults_model = false;               // a daemon tool that spends model tokens (oracle)
+  MemoryAccess memory = MemoryAccess::none;  // a daemon tool over the memory notes
+  nlohmann::json input_schema;               // passes check_tool_schema()
   // The shape of the tool's JSON output when a call succeeds (tool.call's
   // `output` with ok true), for clients that check results against it (MCP's
   // outputSchema); passes check_tool_schema(). Null: the output has no fixed

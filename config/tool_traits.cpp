@@ -11,6 +11,8 @@ constexpr std::array<std::string_view, 5> kToolCommandNames = {"none", "from-arg
                                                                "test", "validate"};
 constexpr std::array<std::string_view, 4> kFileAccessNames = {"none", "read", "write", "delete"};
 constexpr std::array<std::string_view, 3> kWebFacilityNames = {"none", "fetch", "search"};
+constexpr std::array<std::string_view, 5> kMemoryAccessNames = {"none", "search", "save", "update",
+                                                                "delete"};
 constexpr std::array<std::string_view, 6> kResultViewNames = {"json",      "command", "file",
                                                               "directory", "paths",   "grep"};
 
@@ -43,6 +45,9 @@ std::string_view to_string(WebFacility web) {
 std::string_view to_string(ResultView view) {
   return name_of(kResultViewNames, view);
 }
+std::string_view to_string(MemoryAccess access) {
+  return name_of(kMemoryAccessNames, access);
+}
 
 std::optional<ToolCommand> parse_tool_command(std::string_view text) {
   return parse_name<ToolCommand>(kToolCommandNames, text);
@@ -55,6 +60,9 @@ std::optional<WebFacility> parse_web_facility(std::string_view text) {
 }
 std::optional<ResultView> parse_result_view(std::string_view text) {
   return parse_name<ResultView>(kResultViewNames, text);
+}
+std::optional<MemoryAccess> parse_memory_access(std::string_view text) {
+  return parse_name<MemoryAccess>(kMemoryAccessNames, text);
 }
 
 std::span<const std::string_view> tool_command_choices() {

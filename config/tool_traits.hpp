@@ -9,10 +9,11 @@
 //                shell command runs;
 //   result_view  a user's catalog file (not a repository's): it shapes what a
 //                model reads;
-//   file_access, web, warm_worker, consults_model: no file at all. They
-//                describe what loopr's own implementation of a built-in tool
-//                does (which file it touches, which binary runs it, whether a
-//                warm worker can serve it, whether it spends model tokens), so
+//   file_access, web, warm_worker, consults_model, memory: no file at all.
+//                They describe what loopr's own implementation of a built-in
+//                tool does (which file it touches, which binary runs it,
+//                whether a warm worker can serve it, whether it spends model
+//                tokens, what it does to the memory notes), so
 //                a wrong value would break read tracking or sandbox choices
 //                rather than describe anything. A new tool has the defaults.
 #pragma once
@@ -53,15 +54,23 @@ enum class WebFacility { none, fetch, search };
 // (grep's lines), "json" (compact JSON without hashes; the default).
 enum class ResultView { json, command, file, directory, paths, grep };
 
+// What a tool does to the repository's memory notes (memory/, hosted by
+// looprd): "search" finds notes, "save" adds one, "update" and "delete"
+// change or remove one by id; "none": any other tool. A loop's prompt tells
+// the model about notes only when it is offered a tool that searches them.
+enum class MemoryAccess { none, search, save, update, remove };
+
 std::string_view to_string(ToolCommand command);
 std::string_view to_string(FileAccess access);
 std::string_view to_string(WebFacility web);
 std::string_view to_string(ResultView view);
+std::string_view to_string(MemoryAccess access);
 
 std::optional<ToolCommand> parse_tool_command(std::string_view text);
 std::optional<FileAccess> parse_file_access(std::string_view text);
 std::optional<WebFacility> parse_web_facility(std::string_view text);
 std::optional<ResultView> parse_result_view(std::string_view text);
+std::optional<MemoryAccess> parse_memory_access(std::string_view text);
 
 // The text forms, in declaration order: the choices an error message lists.
 std::span<const std::string_view> tool_command_choices();

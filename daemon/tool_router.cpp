@@ -353,7 +353,8 @@ json ToolRouter::tools_json() const {
            {"web", config::to_string(tool.web)},
            {"result_view", config::to_string(tool.result_view)},
            {"warm_worker", tool.warm_worker},
-           {"consults_model", tool.consults_model}}},
+           {"consults_model", tool.consults_model},
+           {"memory", config::to_string(tool.memory)}}},
          {"input_schema", tool.input_schema}});
     // Only where the catalog describes the tool's output (MCP's outputSchema).
     if (!tool.output_schema.is_null()) tools.back()["output_schema"] = tool.output_schema;

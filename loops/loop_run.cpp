@@ -721,6 +721,12 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
     if (tool->command == config::ToolCommand::test) inputs.checks.test = name;
     if (tool->command == config::ToolCommand::build) inputs.checks.build = name;
     if (tool->consults_model && inputs.advisor.empty()) inputs.advisor = name;
+    if (tool->memory == config::MemoryAccess::search && inputs.memory.search.empty()) {
+      inputs.memory.search = name;
+    }
+    if (tool->memory == config::MemoryAccess::save && inputs.memory.save.empty()) {
+      inputs.memory.save = name;
+    }
   }
   inputs.progress = progress_.notes;
   inputs.feedback = progress_.feedback;

@@ -60,10 +60,6 @@ const std::map<std::string, std::string>& builtins() {
   return templates;
 }
 
-bool offered(const std::vector<std::string>& tools, const char* name) {
-  return std::find(tools.begin(), tools.end(), name) != tools.end();
-}
-
 // Paragraphs for the offered tools only: a paragraph about a tool the model
 // does not have would only mislead it.
 std::string tool_guidance(const PromptInputs& inputs) {
@@ -82,15 +78,16 @@ std::string tool_guidance(const PromptInputs& inputs) {
         "Run them after each change that could break something; they run on a shared lane, "
         "so do not run them after every read.";
   }
-  if (offered(inputs.tools, "memory_search")) {
+  if (!inputs.memory.search.empty()) {
     out +=
-        "\n\nMemory: notes earlier loops kept about this repository may save you work: search "
-        "them (memory_search) before you explore.";
-    if (offered(inputs.tools, "memory_save")) {
+        "\n\nMemory: notes earlier loops kept about this repository may save you work: "
+        "search them (" +
+        inputs.memory.search + ") before you explore.";
+    if (!inputs.memory.save.empty()) {
       out +=
           " Keep what a later loop should know (a command that works, a decision and its "
-          "reason, a trap) with memory_save; update a note that is wrong rather than adding "
-          "another.";
+          "reason, a trap) with " +
+          inputs.memory.save + "; update a note that is wrong rather than adding another.";
     }
   }
   if (!inputs.advisor.empty()) {

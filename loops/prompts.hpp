@@ -42,6 +42,12 @@ struct PromptInputs {
   // Of `tools`, the one that asks a second model (the consults_model
   // trait); empty: none offered.
   std::string advisor;
+  // Of `tools`, the ones that search and save the repository's memory notes
+  // (the memory trait); empty: none offered.
+  struct MemoryTools {
+    std::string search;
+    std::string save;
+  } memory;
   std::vector<std::string> progress;  // one line or paragraph per earlier iteration
   std::string feedback;               // the previous iteration's failure
   std::string note;                   // loopr's note (loop health)

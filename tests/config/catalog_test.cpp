@@ -617,11 +617,19 @@ TEST(CatalogTraits, BuiltinToolsCarryTheirFileWebViewWorkerAndModelTraits) {
                                             "list_directory", "glob", "grep"}));
   EXPECT_TRUE(c.find("oracle")->consults_model);
   EXPECT_FALSE(c.find("memory_search")->consults_model);
+  EXPECT_EQ(c.find("memory_search")->memory, MemoryAccess::search);
+  EXPECT_EQ(c.find("memory_save")->memory, MemoryAccess::save);
+  EXPECT_EQ(c.find("memory_update")->memory, MemoryAccess::update);
+  EXPECT_EQ(c.find("memory_delete")->memory, MemoryAccess::remove);
+  EXPECT_EQ(c.find("grep")->memory, MemoryAccess::none);
+  for (const auto& name : {"none", "search", "save", "update", "delete"})
+    EXPECT_EQ(to_string(*parse_memory_access(name)), name);
+  EXPECT_FALSE(parse_memory_access("remove")) << "the text form is delete, like file_access's";
 }
 
 TEST(CatalogTraits, NoCatalogFileMaySetATraitOfTheToolsOwnImplementation) {
   for (const char* line : {"file_access = \"read\"", "web = \"fetch\"", "warm_worker = true",
-                           "consults_model = false"}) {
+                           "consults_model = false", "memory = \"search\""}) {
     const std::string key = std::string(line).substr(0, std::string(line).find(' '));
     const std::string message = catalog_error(std::string("[tools.run_command]\n") + line + "\n");
     EXPECT_NE(message.find("tools.run_command." + key), std::string::npos) << message;

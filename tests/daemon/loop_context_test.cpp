@@ -210,6 +210,11 @@ TEST_F(LoopContext, AConversationThatOutgrowsTheWindowHandsOffAndTheLoopComplete
   }
   // The cache paid: later requests read the earlier prefix.
   EXPECT_GT(server.totals().cache_read_tokens, server.totals().input_tokens);
+  // A code loop is offered the memory tools, and the prompt names the ones
+  // the memory trait marks as searching and saving notes.
+  EXPECT_NE(system.find("search them (memory_search) before you explore"), std::string::npos)
+      << system.substr(0, 3000);
+  EXPECT_NE(system.find("with memory_save; update a note"), std::string::npos);
 
   // Each iteration's first message orients the model.
   const auto started = steps_of(daemon, id, "iteration_started");

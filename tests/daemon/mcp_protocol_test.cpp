@@ -207,12 +207,14 @@ TEST_F(DaemonForMcp, ToolListShowsEachToolsTraits) {
   EXPECT_EQ(by_name["edit_file"],
             json::parse(R"({"command": "none", "file_access": "write", "web": "none",
                             "result_view": "json", "warm_worker": true,
-                            "consults_model": false})"));
+                            "consults_model": false, "memory": "none"})"));
   EXPECT_EQ(by_name["run_command"]["command"], "from-arguments");
   EXPECT_EQ(by_name["run_command"]["result_view"], "command");
   EXPECT_EQ(by_name["file_delete"]["file_access"], "delete");
   EXPECT_EQ(by_name["web_search"]["web"], "search");
   EXPECT_EQ(by_name["oracle"]["consults_model"], true);
+  EXPECT_EQ(by_name["memory_search"]["memory"], "search");
+  EXPECT_EQ(by_name["memory_delete"]["memory"], "delete");
 }
 
 }  // namespace

@@ -359,6 +359,30 @@ TEST(Prompts, TheAdviceParagraphNamesTheToolThatConsultsAModel) {
   EXPECT_THAT(render_template(*text, inputs), Not(HasSubstr("asks a second model")));
 }
 
+// The memory paragraph names the tools the memory trait chose, whatever
+// they are called, and only when one that searches the notes is offered.
+TEST(Prompts, TheMemoryParagraphNamesTheToolsThatSearchAndSaveTheNotes) {
+  auto text = load_template("code");
+  ASSERT_TRUE(text);
+  PromptInputs inputs;
+  inputs.loop_type = "code";
+  inputs.tools = {"read_file", "recall", "remember", "complete_task"};
+  inputs.memory.search = "recall";
+  inputs.memory.save = "remember";
+  const std::string both = render_template(*text, inputs);
+  EXPECT_THAT(both, HasSubstr("search them (recall) before you explore"));
+  EXPECT_THAT(both, HasSubstr("with remember; update a note that is wrong"));
+  EXPECT_THAT(both, Not(HasSubstr("memory_search")));
+  inputs.memory.save.clear();
+  const std::string search_only = render_template(*text, inputs);
+  EXPECT_THAT(search_only, HasSubstr("search them (recall)"));
+  EXPECT_THAT(search_only, Not(HasSubstr("Keep what a later loop should know")));
+  inputs.memory = {};
+  inputs.memory.save = "remember";
+  EXPECT_THAT(render_template(*text, inputs), Not(HasSubstr("Memory:")))
+      << "saving notes nobody is told to search is not worth a paragraph";
+}
+
 // The checks paragraph names the tools the loop's command traits chose,
 // whatever they are called.
 TEST(Prompts, TheChecksParagraphNamesTheToolsThatRunTheChecks) {
