@@ -1360,9 +1360,25 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       if (j == dispatch.size()) break;
       if (validation) {
-        results.push_back(co_await services.tools.run_validation(
+        // The model's own validation runs the protected files as they
+        // were too, and says what was put back.
+        std::string put_back;
+        if (!spec_.protected_paths.empty()) {
+          auto restored = co_await restore_protected_files();
+          if (!restored) co_return true;
+          put_back = std::move(*restored);
+        }
+        json result = co_await services.tools.run_validation(
             spec_.id, spec_.worktree, spec_.validate,
-            static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000));
+            static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000);
+        if (!put_back.empty() && result.contains("output") && result["output"].is_object()) {
+          json& output = result["output"];
+          const char* key = output.contains("output") ? "output" : "stdout";
+          if (output.value(key, json()).is_string()) {
+            output[key] = output[key].get<std::string>() + "\n[loopr: " + put_back + "]";
+          }
+        }
+        results.push_back(std::move(result));
         if (stopping_) break;
       } else {
         batch.push_back(std::move(dispatch[j]));
@@ -1659,13 +1675,13 @@ void LoopRun::note_protected_event(json event) {
   }
 }
 
-asio::awaitable<bool> LoopRun::restore_protected_files() {
+asio::awaitable<std::optional<std::string>> LoopRun::restore_protected_files() {
   auto guard = protected_paths();
   if (!guard) {
     finish(LoopStatus::failed, guard.error().message);
-    co_return false;
+    co_return std::nullopt;
   }
-  if (*guard == nullptr) co_return true;
+  if (*guard == nullptr) co_return std::string();
   const WorktreeInfo info = worktree_;
   const std::string base = spec_.base_commit;
   const ProtectedPaths patterns = **guard;  // a copy for the git thread
@@ -1675,16 +1691,15 @@ asio::awaitable<bool> LoopRun::restore_protected_files() {
     });
   };
   auto restored = co_await offload(engine_.git_pool(), git_work);
-  if (stopping_) co_return false;
+  if (stopping_) co_return std::nullopt;
   if (!restored) {
     // Fail closed: a validation with protected files changed proves nothing.
     finish(LoopStatus::failed,
-           "cannot put back its protected files ([validation] "
-           "protected_paths): " +
+           "cannot put back its protected files ([validation] protected_paths): " +
                restored.error().message);
-    co_return false;
+    co_return std::nullopt;
   }
-  if (restored->empty()) co_return true;
+  if (restored->empty()) co_return std::string();
   constexpr std::size_t kNamed = 10;
   json paths = json::array();
   std::string named;
@@ -1700,20 +1715,22 @@ asio::awaitable<bool> LoopRun::restore_protected_files() {
   if (restored->size() > kNamed) {
     named += " and " + std::to_string(restored->size() - kNamed) + " more";
   }
-  progress_.protected_note =
+  std::string message =
       "loopr put back " + std::to_string(restored->size()) +
       " protected file(s) this iteration changed, as the loop's base commit has them: " + named +
       ". They are protected by [validation] protected_paths: the validation runs them as they "
       "were, so change the code they check instead.";
-  spdlog::info("loop {}: put back {} protected file(s) before its commit", spec_.id,
-               restored->size());
-  co_return persist("protected_restored", {{"paths", paths}});
+  progress_.protected_note += (progress_.protected_note.empty() ? "" : " ") + message;
+  spdlog::info("loop {}: put back {} protected file(s)", spec_.id, restored->size());
+  if (!persist("protected_restored", {{"paths", paths}})) co_return std::nullopt;
+  co_return message;
 }
 
 asio::awaitable<LoopRun::Phase> LoopRun::commit() {
   if (!spec_.protected_paths.empty() && !co_await restore_protected_files()) {
     co_return Phase::done;
   }
+  if (is_final(status_)) co_return Phase::done;
   const WorktreeInfo info = worktree_;
   const std::string message =
       "loopr: loop " + spec_.id + " iteration " + std::to_string(progress_.iteration) +

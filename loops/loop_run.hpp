@@ -174,10 +174,12 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   Result<const ProtectedPaths*> protected_paths();
   // Adds an attempt on a protected path to the progress (kept for loop show).
   void note_protected_event(nlohmann::json event);
-  // Before the commit: puts back every protected file the iteration changed
-  // and tells the model with the validation (protected_note). False when
+  // Before the commit, and before a validate call of the model's: puts back
+  // every protected file the iteration changed, keeps a journal step, and
+  // adds what it did to protected_note (told to the model with the
+  // verdict). The message ("" when nothing was put back), or nullopt when
   // the loop ended (the files could not be put back) or looprd is stopping.
-  asio::awaitable<bool> restore_protected_files();
+  asio::awaitable<std::optional<std::string>> restore_protected_files();
 
   // Appends a journal step with the loop's progress and status; emits
   // loop.step and loop.updated. False (and the run ends) when the store

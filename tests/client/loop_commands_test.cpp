@@ -167,16 +167,18 @@ TEST_F(LoopCommandsTest, ShowPrintsTheRepositorysCommandsAndWorktreePreparation)
 // attempts on them, each escaped for the terminal.
 TEST_F(LoopCommandsTest, ShowPrintsTheProtectedPathsAndTheAttemptsOnThem) {
   json loop = a_loop("l-6", "completed");
-  loop["protected"] = {
-      {"paths", {"test.sh", "tests/**"}},
-      {"event_count", 2},
-      {"events",
-       {{{"iteration", 1},
-         {"action", "refused"},
-         {"tool", "edit_file"},
-         {"path", "test.sh"},
-         {"pattern", "test.sh"}},
-        {{"iteration", 1}, {"action", "put back"}, {"path", "tests/\x1b[2Ja"}, {"change", "added"}}}}};
+  loop["protected"] = {{"paths", {"test.sh", "tests/**"}},
+                       {"event_count", 2},
+                       {"events",
+                        {{{"iteration", 1},
+                          {"action", "refused"},
+                          {"tool", "edit_file"},
+                          {"path", "test.sh"},
+                          {"pattern", "test.sh"}},
+                         {{"iteration", 1},
+                          {"action", "put back"},
+                          {"path", "tests/\x1b[2Ja"},
+                          {"change", "added"}}}}};
   fake_.answer("loop.get", {{"loop", loop}});
   const CtlRun run = ctl({"loop", "show", "l-6"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -87,8 +87,8 @@ class LoopCheckoutTest : public ::testing::Test {
 // The model tries to make the validation pass by changing the protected
 // test instead of the answer: edit_file and file_delete are refused before
 // they run, and the run_command that rewrites test.sh to `exit 0` is put back
-// before the commit, so iteration 1's validation runs the real test and
-// fails; iteration 2 fixes answer.txt and passes. The branch never holds a
+// before the model's own validate call and before the commit, so both run
+// the real test and fail; iteration 2 fixes answer.txt and passes. The branch never holds a
 // change to test.sh.
 TEST_F(LoopCheckoutTest, ALoopCannotPassByChangingAProtectedTest) {
   start(
@@ -100,11 +100,12 @@ TEST_F(LoopCheckoutTest, ALoopCannotPassByChangingAProtectedTest) {
          turn({tool_call("x1", "run_command",
                          {{"command", "printf 'exit 0\\n' > test.sh && cat test.sh"}})},
               {{"usage", usage(100, 10)}}),
+         turn({tool_call("v1", "validate", json::object())}, {{"usage", usage(100, 10)}}),
          completing_turn("c1"), turn({read_call("r2")}, {{"usage", usage(100, 10)}}),
          turn({edit_call("e2")}, {{"usage", usage(100, 10)}}), completing_turn("c2")}}},
       "[validation]\nprotected_paths = [\"test.sh\", \"tests/**\"]\n\n"
       "[loops.code]\ntools = [\"read_file\", \"write_file\", \"edit_file\", "
-      "\"file_delete\", \"run_command\", \"complete_task\"]\n");
+      "\"file_delete\", \"run_command\", \"validate\", \"complete_task\"]\n");
   const json created = create({{"max_iterations", 3}});
   const std::string id = created["id"];
   const json loop = wait_final(*daemon_, id, 60s);
@@ -121,6 +122,14 @@ TEST_F(LoopCheckoutTest, ALoopCannotPassByChangingAProtectedTest) {
       std::string::npos)
       << first_turn;
   EXPECT_NE(first_turn.find("protected_path"), std::string::npos) << first_turn;
+  // The model's own validate call ran the real test, and said why.
+  ASSERT_GE(results.size(), 3u);
+  const std::string own_validation = results[2]["data"].dump();
+  EXPECT_NE(own_validation.find("FAIL: answer.txt says 41"), std::string::npos) << own_validation;
+  EXPECT_NE(own_validation.find("[loopr: loopr put back 1 protected file(s) this iteration "
+                                "changed, as the loop's base commit has them: test.sh (modified)"),
+            std::string::npos)
+      << own_validation;
   // The command ran (the sandbox let it write), and its change was put back.
   const std::vector<json> restored = steps_of_kind(steps, "protected_restored");
   ASSERT_EQ(restored.size(), 1u) << "iteration 2 changed no protected file";
