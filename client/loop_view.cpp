@@ -450,6 +450,35 @@ void print_repo_settings(const json& settings, std::ostream& out) {
   if (!setup.empty()) print_field(out, "setup:", first_line(setup, 120));
 }
 
+// [validation] protected_paths (issue 27): the patterns, then the latest
+// attempts on them — a file tool refused, or a change put back before the
+// commit.
+void print_protected(const json& shown, std::ostream& out) {
+  const json& paths = member(shown, "paths");
+  if (!paths.is_array() || paths.empty()) return;
+  const json& events = member(shown, "events");
+  const auto count = static_cast<std::int64_t>(number_of(member(shown, "event_count")).value_or(0));
+  print_field(out, "protected:",
+              path_sample(paths, json(paths.size())) + " (" +
+                  (count == 0 ? std::string("never touched")
+                              : std::to_string(count) + (count == 1 ? " attempt" : " attempts")) +
+                  ")");
+  if (!events.is_array()) return;
+  constexpr std::size_t kShown = 5;
+  const std::size_t from = events.size() > kShown ? events.size() - kShown : 0;
+  for (std::size_t i = from; i < events.size(); ++i) {
+    const json& event = events[i];
+    std::string line = "  iteration " + cell(event, "iteration") + ": ";
+    if (string_of(event, "action") == "refused") {
+      line += cell(event, "tool") + " " + cell(event, "path") + " refused (" +
+              cell(event, "pattern") + ")";
+    } else {
+      line += cell(event, "path") + " " + cell(event, "change") + ", put back";
+    }
+    out << line << '\n';
+  }
+}
+
 }  // namespace
 
 void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out) {
@@ -479,6 +508,7 @@ void print_loop_details(const json& loop, std::int64_t now_ms, std::ostream& out
   print_field(out, "provider:", cell(loop, "provider") + " / " + cell(loop, "model"));
   print_field(out, "validate:", cell(loop, "validate"));
   print_repo_settings(member(loop, "repo_settings"), out);
+  print_protected(member(loop, "protected"), out);
   if (const json& validating = member(loop, "validating"); validating.is_object()) {
     print_field(out, "validating:",
                 "since " + format_age(member(validating, "since_ms"), now_ms) +

@@ -18,6 +18,11 @@ namespace loopr::config::detail {
 void check_include_pattern(const toml::value& at, const std::string& key,
                            const std::string& pattern);
 
+// The value of a `protected_paths` key (at `key`): at most
+// kMaxProtectedPatterns patterns, each an include pattern (above) that
+// compiles as a GlobPattern. Throws ConfigError naming the key otherwise.
+std::vector<std::string> read_protected_paths(const toml::value& v, const std::string& key);
+
 // The value of an `approval.rules` key (at `key`): an array of tables, each
 // with command (a non-empty list of words), decision, and optional
 // args_match, args_not_match (compiled here; PCRE2's message on a bad one)

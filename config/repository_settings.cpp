@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/glob_pattern.hpp"
 #include "config/repository_reader.hpp"
 #include "config/toml_reader.hpp"
 
@@ -26,7 +27,8 @@ constexpr std::string_view kUserOnlyTables[] = {
 
 constexpr const char* kRepoFileAllows =
     "a repository's .loopr/loopr.toml may set only [commands] (build, test, validate, lint, "
-    "lint_files), [worktrees] (include, setup) and [[approval.rules]] that ask or deny";
+    "lint_files), [worktrees] (include, setup), [validation] protected_paths (added to yours) "
+    "and [[approval.rules]] that ask or deny";
 
 // [commands] of either place; `prefix` is how keys are named in errors
 // ("commands", "repositories[0].commands").
@@ -81,7 +83,7 @@ void read_worktrees(const toml::value& table, const std::string& prefix, bool re
 
 bool RepoSettings::empty() const {
   return !build && !test && !validate && !lint && !lint_files && !include && !setup &&
-         rules.empty();
+         rules.empty() && protected_paths.empty();
 }
 
 RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
@@ -93,6 +95,13 @@ RepoSettings parse_repository_file(std::istream& in, const std::string& name) {
       read_commands(v, "commands", out);
     } else if (entry.key == "worktrees") {
       read_worktrees(v, "worktrees", true, out);
+    } else if (entry.key == "validation") {
+      detail::require_table(v, "validation");
+      detail::refuse_unknown_keys(v, "validation", {"protected_paths"});
+      for (const auto& field : detail::entries(v)) {
+        out.protected_paths =
+            detail::read_protected_paths(*field.value, "validation.protected_paths");
+      }
     } else if (entry.key == "approval") {
       detail::require_table(v, "approval");
       for (const auto& field : detail::entries(v)) {
@@ -147,6 +156,27 @@ void check_include_pattern(const toml::value& at, const std::string& key,
       fail(at, key, "\"" + pattern + "\" names git's own folder, which is never copied");
     }
   }
+}
+
+std::vector<std::string> read_protected_paths(const toml::value& v, const std::string& key) {
+  std::vector<std::string> patterns = read_string_list(v, key);
+  if (patterns.size() > kMaxProtectedPatterns) {
+    fail(v, key,
+         "has " + std::to_string(patterns.size()) + " patterns; at most " +
+             std::to_string(kMaxProtectedPatterns) + " (protect a folder rather than its files)");
+  }
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const toml::value& at = v.as_array()[i];
+    const std::string at_key = key + "[" + std::to_string(i) + "]";
+    check_include_pattern(at, at_key, patterns[i]);
+    if (patterns[i].back() == '/') patterns[i].pop_back();  // a folder: "tests/" is "tests"
+    if (patterns[i].empty() || patterns[i].back() == '/') {
+      fail(at, at_key, "names no file; write the folder's name (\"tests\", \"tests/**\")");
+    }
+    auto compiled = GlobPattern::compile(patterns[i], /*alternation=*/true);
+    if (!compiled) fail(at, at_key, compiled.error().message);
+  }
+  return patterns;
 }
 
 std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const std::string& key,

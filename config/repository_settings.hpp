@@ -8,8 +8,9 @@
 //       [repositories.commands]    build, test, validate, lint, lint_files
 //       [repositories.worktrees]   include, setup
 //   - the repository's own .loopr/loopr.toml, with only [commands] (the same
-//     keys), [worktrees] include/setup and [[approval.rules]] whose decision
-//     is ask or deny (policy/command_rules.hpp; an allow is refused). Anything
+//     keys), [worktrees] include/setup, [validation] protected_paths (added
+//     to the user's) and [[approval.rules]] whose decision is ask or deny
+//     (policy/command_rules.hpp; an allow is refused). Anything
 //     else — [sandbox], [lanes], [egress], the rest of [approval],
 //     [providers], budgets... — is refused as not allowed there: a
 //     repository can never loosen the user's policy. The file is honoured
@@ -42,6 +43,9 @@ struct RepoSettings {
   // [[approval.rules]] of a repository's file (ask and deny only); they add
   // to the user's rules, never replace them. Always empty in [[repositories]].
   std::vector<policy::CommandRule> rules;
+  // [validation] protected_paths of a repository's file; they add to the
+  // user's, never replace them. Always empty in [[repositories]].
+  std::vector<std::string> protected_paths;
 
   bool empty() const;
 };
@@ -59,6 +63,9 @@ struct RepositoryEntry {
 inline constexpr const char* kRepoSettingKeys[] = {
     "commands.build",      "commands.test",     "commands.validate", "commands.lint",
     "commands.lint_files", "worktrees.include", "worktrees.setup"};
+
+// Most patterns [validation] protected_paths takes from one place.
+inline constexpr std::size_t kMaxProtectedPatterns = 256;
 
 // Most bytes of a repository's .loopr/loopr.toml loopr reads.
 inline constexpr std::size_t kMaxRepoFileBytes = 64 * 1024;

@@ -162,6 +162,8 @@ class SettingsReader {
         context(v);
       } else if (key == "notify") {
         notify(v);
+      } else if (key == "validation") {
+        validation(v);
       } else if (key == "repositories") {
         note(key, v);
         s_.repositories = detail::read_repositories(v, env_);
@@ -171,7 +173,8 @@ class SettingsReader {
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory], [oracle], [context], [notify] and [[repositories]]");
+             "[scheduler], [merges], [memory], [oracle], [context], [notify], [validation] and "
+             "[[repositories]]");
       }
     }
   }
@@ -763,6 +766,13 @@ class SettingsReader {
                 {"max_running_spec", integer_in(sc.max_running_spec, 0, 10'000, unit)},
                 {"max_running_phase", integer_in(sc.max_running_phase, 0, 10'000, unit)},
                 {"max_running_code", integer_in(sc.max_running_code, 0, 10'000, unit)}});
+  }
+
+  void validation(const toml::value& table) {
+    read_table(table, "validation",
+               {{"protected_paths", [this](const toml::value& v, const std::string& key) {
+                   s_.validation.protected_paths = detail::read_protected_paths(v, key);
+                 }}});
   }
 
   void merges(const toml::value& table) {

@@ -309,6 +309,18 @@ struct MergeSettings {
   std::int64_t resolve_max_iterations = 3;
 };
 
+// [validation]: what no loop may change to pass its validation (issue 27).
+struct ValidationSettings {
+  // Patterns (common/glob_pattern.hpp, relative to the repository's top; a
+  // pattern matching a folder protects everything in it) of files a loop
+  // may not change: its file tools refuse to write, edit or delete them, a
+  // change a command makes to one is put back before the iteration is
+  // committed and validated, so the validation always runs them as the
+  // loop's base commit has them (loops/protected_files.hpp). A trusted
+  // repository's .loopr/loopr.toml may add patterns, never remove one.
+  std::vector<std::string> protected_paths;
+};
+
 // [loop_health]: when a loop is noticed going round in circles.
 struct LoopHealthSettings {
   // The same call (tool, arguments, result) this many times in a loop.
@@ -407,6 +419,7 @@ struct Settings {
   OracleSettings oracle;
   NotifySettings notify;
   ContextSettings context;
+  ValidationSettings validation;
   // [[repositories]]: per-repository commands and worktree needs, in the
   // order written (config/repository_settings.hpp; repos/ resolves them).
   std::vector<RepositoryEntry> repositories;

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "loopr-tool/glob_pattern.hpp"
+#include "common/glob_pattern.hpp"
 
 namespace loopr::tool {
 

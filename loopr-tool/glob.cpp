@@ -12,7 +12,7 @@
 
 #include "loopr-tool/arguments.hpp"
 #include "loopr-tool/binary_detection.hpp"
-#include "loopr-tool/glob_pattern.hpp"
+#include "common/glob_pattern.hpp"
 #include "loopr-tool/tools.hpp"
 #include "loopr-tool/tree_walker.hpp"
 

@@ -31,7 +31,7 @@
 #include "common/utf8.hpp"
 #include "loopr-tool/arguments.hpp"
 #include "loopr-tool/binary_detection.hpp"
-#include "loopr-tool/glob_pattern.hpp"
+#include "common/glob_pattern.hpp"
 #include "loopr-tool/tools.hpp"
 #include "loopr-tool/tree_walker.hpp"
 

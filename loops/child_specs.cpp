@@ -93,6 +93,7 @@ LoopSpec child_spec(const LoopSpec& parent, const LoopProgress& parent_progress,
   spec.repo_settings = parent.repo_settings;
   spec.commands = parent.commands;
   spec.prep = parent.prep;
+  spec.protected_paths = parent.protected_paths;
   return spec;
 }
 

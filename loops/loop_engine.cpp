@@ -243,6 +243,7 @@ Result<LoopSpec> LoopEngine::spec_from_params(const proto::LoopSpecParams& param
   spec.repo_settings = true;
   spec.commands = repo_settings->commands;
   spec.prep = repo_settings->prep;
+  spec.protected_paths = repo_settings->protected_paths;
   spec.budget = *limits;
   if (type == "plan") spec.plan_budget = *plan_limits;
   return spec;

@@ -67,6 +67,7 @@ json LoopSpec::to_json() const {
                        {"lint", commands.lint},
                        {"lint_files", commands.lint_files}};
     out["prep"] = {{"include", prep.include}, {"setup", prep.setup}};
+    if (!protected_paths.empty()) out["protected_paths"] = protected_paths;
   }
   return out;
 }
@@ -122,6 +123,7 @@ Result<LoopSpec> LoopSpec::from_json(const json& value) {
     const json prep = value.value("prep", json::object());
     spec.prep.include = strings(prep, "include");
     spec.prep.setup = text(prep, "setup");
+    spec.protected_paths = strings(value, "protected_paths");
   }
   if (spec.id.empty() || spec.worktree.empty()) {
     return make_error(errc::internal, "a stored loop spec has no id or worktree");
@@ -169,7 +171,10 @@ json LoopProgress::to_json() const {
           {"worktree_removed", worktree_removed},
           {"worktree_prepared", worktree_prepared},
           {"kept_out", kept_out},
-          {"written_kept_out", written_kept_out}};
+          {"written_kept_out", written_kept_out},
+          {"protected_events", protected_events},
+          {"protected_event_count", protected_event_count},
+          {"protected_note", protected_note}};
 }
 
 LoopProgress LoopProgress::from_json(const json& value) {
@@ -221,6 +226,10 @@ LoopProgress LoopProgress::from_json(const json& value) {
   p.worktree_prepared = value.value("worktree_prepared", p.iteration > 0);
   p.kept_out = strings(value, "kept_out");
   p.written_kept_out = strings(value, "written_kept_out");
+  const json events = value.value("protected_events", json::array());
+  if (events.is_array()) p.protected_events = events;
+  p.protected_event_count = integer(value, "protected_event_count");
+  p.protected_note = text(value, "protected_note");
   return p;
 }
 

@@ -57,6 +57,10 @@ struct LoopSpec {
   bool repo_settings = false;
   config::CommandSettings commands;
   config::WorktreePrep prep;
+  // [validation] protected_paths as resolved when the loop was made (the
+  // user's and a trusted repository's): what it may not change
+  // (loops/protected_files.hpp).
+  std::vector<std::string> protected_paths;
   std::int64_t seq = 0;  // creation order: kept in the row, not in this JSON
 
   // The plan at the root of its tree: itself for a plan, "" outside a plan.
@@ -69,6 +73,8 @@ struct LoopSpec {
 // What happens after an iteration's validation (kept, so a restart between
 // the validation and its consequence does the same thing).
 enum class NextStep { none, new_iteration, complete, max_iterations, stuck };
+
+inline constexpr std::size_t kMaxProtectedEvents = 200;
 
 struct LoopProgress {
   std::int64_t iteration = 0;  // the current (or last) iteration; 0 before the first
@@ -126,6 +132,15 @@ struct LoopProgress {
   // Paths within kept_out that the model wrote or deleted with a file tool
   // in the current iteration: its commit takes them all the same.
   std::vector<std::string> written_kept_out;
+  // Every attempt on a protected path (loops/protected_files.hpp), oldest
+  // first, at most kMaxProtectedEvents: {iteration, action: "refused" (a
+  // file tool's call, with tool and pattern) or "put back" (before the
+  // commit, with change), path}; protected_event_count counts them all.
+  nlohmann::json protected_events = nlohmann::json::array();
+  std::int64_t protected_event_count = 0;
+  // What loopr put back before this iteration's commit, told to the model
+  // with the validation's verdict; "" when nothing.
+  std::string protected_note;
 
   nlohmann::json to_json() const;
   static LoopProgress from_json(const nlohmann::json& value);

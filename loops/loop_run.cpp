@@ -19,6 +19,7 @@
 #include "loops/artifacts.hpp"
 #include "loops/context_budget.hpp"
 #include "loops/git/merges.hpp"
+#include "loops/git/protected_restore.hpp"
 #include "loops/git/worktree_changes.hpp"
 #include "loops/offload.hpp"
 #include "loops/orientation.hpp"
@@ -305,6 +306,11 @@ json LoopRun::to_json(bool detailed) const {
     // The repository's settings as resolved when the loop was made (repos/).
     const json recorded = spec_.to_json();
     loop["repo_settings"] = {{"commands", recorded["commands"]}, {"prep", recorded["prep"]}};
+  }
+  if (!spec_.protected_paths.empty()) {
+    loop["protected"] = {{"paths", spec_.protected_paths},
+                         {"events", progress_.protected_events},
+                         {"event_count", progress_.protected_event_count}};
   }
   if (!spec_.uncommitted_paths.empty()) {
     loop["uncommitted"] = {{"included", spec_.include_uncommitted},
@@ -673,6 +679,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::start_iteration() {
   progress_.malformed_in_a_row = 0;
   progress_.complete_task_called = false;
   progress_.complete_summary.clear();
+  progress_.protected_note.clear();
   progress_.handoff = nullptr;
   progress_.next = NextStep::none;
   repeats_.reset();
@@ -1243,6 +1250,32 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       continue;
     }
+    // A file tool on a protected path is refused before it runs.
+    if (tool->file_access == config::FileAccess::write ||
+        tool->file_access == config::FileAccess::remove) {
+      auto guard = protected_paths();
+      if (!guard) {
+        finish(LoopStatus::failed, guard.error().message);
+        co_return true;
+      }
+      const auto path = *guard == nullptr
+                            ? std::nullopt
+                            : worktree_relative(text_member(args, "path"), spec_.worktree);
+      if (const auto pattern = path ? (*guard)->protecting(*path) : std::nullopt) {
+        outcomes[i] = tool_error(
+            errc::protected_path,
+            *path + " is protected by [validation] protected_paths (\"" + *pattern +
+                "\"): no loop may change it",
+            "change the code it checks, not this file: loopr validates with the protected files "
+            "as they are at the loop's base commit, and puts back any change to them");
+        note_protected_event({{"iteration", progress_.iteration},
+                              {"action", "refused"},
+                              {"tool", call.name},
+                              {"path", *path},
+                              {"pattern", *pattern}});
+        continue;
+      }
+    }
     if (resumed && !config::changes_nothing(*tool)) {
       interrupted[i] = true;
       outcomes[i] = {
@@ -1327,9 +1360,25 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
       }
       if (j == dispatch.size()) break;
       if (validation) {
-        results.push_back(co_await services.tools.run_validation(
+        // The model's own validation runs the protected files as they
+        // were too, and says what was put back.
+        std::string put_back;
+        if (!spec_.protected_paths.empty()) {
+          auto restored = co_await restore_protected_files();
+          if (!restored) co_return true;
+          put_back = std::move(*restored);
+        }
+        json result = co_await services.tools.run_validation(
             spec_.id, spec_.worktree, spec_.validate,
-            static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000));
+            static_cast<std::uint64_t>(spec_.validate_timeout_s) * 1000);
+        if (!put_back.empty() && result.contains("output") && result["output"].is_object()) {
+          json& output = result["output"];
+          const char* key = output.contains("output") ? "output" : "stdout";
+          if (output.value(key, json()).is_string()) {
+            output[key] = output[key].get<std::string>() + "\n[loopr: " + put_back + "]";
+          }
+        }
+        results.push_back(std::move(result));
         if (stopping_) break;
       } else {
         batch.push_back(std::move(dispatch[j]));
@@ -1609,7 +1658,79 @@ json LoopRun::artifact_validation() const {
                        " as its arguments; the loop is done when it is recorded."}}}};
 }
 
+Result<const ProtectedPaths*> LoopRun::protected_paths() {
+  if (spec_.protected_paths.empty()) return nullptr;
+  if (!protected_) {
+    auto compiled = ProtectedPaths::compile(spec_.protected_paths);
+    if (!compiled) return std::move(compiled).error();
+    protected_ = std::move(*compiled);
+  }
+  return &*protected_;
+}
+
+void LoopRun::note_protected_event(json event) {
+  progress_.protected_event_count += 1;
+  if (progress_.protected_events.size() < kMaxProtectedEvents) {
+    progress_.protected_events.push_back(std::move(event));
+  }
+}
+
+asio::awaitable<std::optional<std::string>> LoopRun::restore_protected_files() {
+  auto guard = protected_paths();
+  if (!guard) {
+    finish(LoopStatus::failed, guard.error().message);
+    co_return std::nullopt;
+  }
+  if (*guard == nullptr) co_return std::string();
+  const WorktreeInfo info = worktree_;
+  const std::string base = spec_.base_commit;
+  const ProtectedPaths patterns = **guard;  // a copy for the git thread
+  auto git_work = [=] {
+    return restore_protected(info, base, [&patterns](const std::string& path) {
+      return patterns.protecting(path).has_value();
+    });
+  };
+  auto restored = co_await offload(engine_.git_pool(), git_work);
+  if (stopping_) co_return std::nullopt;
+  if (!restored) {
+    // Fail closed: a validation with protected files changed proves nothing.
+    finish(LoopStatus::failed,
+           "cannot put back its protected files ([validation] protected_paths): " +
+               restored.error().message);
+    co_return std::nullopt;
+  }
+  if (restored->empty()) co_return std::string();
+  constexpr std::size_t kNamed = 10;
+  json paths = json::array();
+  std::string named;
+  for (std::size_t i = 0; i < restored->size(); ++i) {
+    const ProtectedChange& change = (*restored)[i];
+    paths.push_back({{"path", change.path}, {"change", change.change}});
+    note_protected_event({{"iteration", progress_.iteration},
+                          {"action", "put back"},
+                          {"path", change.path},
+                          {"change", change.change}});
+    if (i < kNamed) named += (named.empty() ? "" : ", ") + change.path + " (" + change.change + ")";
+  }
+  if (restored->size() > kNamed) {
+    named += " and " + std::to_string(restored->size() - kNamed) + " more";
+  }
+  std::string message =
+      "loopr put back " + std::to_string(restored->size()) +
+      " protected file(s) this iteration changed, as the loop's base commit has them: " + named +
+      ". They are protected by [validation] protected_paths: the validation runs them as they "
+      "were, so change the code they check instead.";
+  progress_.protected_note += (progress_.protected_note.empty() ? "" : " ") + message;
+  spdlog::info("loop {}: put back {} protected file(s)", spec_.id, restored->size());
+  if (!persist("protected_restored", {{"paths", paths}})) co_return std::nullopt;
+  co_return message;
+}
+
 asio::awaitable<LoopRun::Phase> LoopRun::commit() {
+  if (!spec_.protected_paths.empty() && !co_await restore_protected_files()) {
+    co_return Phase::done;
+  }
+  if (is_final(status_)) co_return Phase::done;
   const WorktreeInfo info = worktree_;
   const std::string message =
       "loopr: loop " + spec_.id + " iteration " + std::to_string(progress_.iteration) +
@@ -1746,6 +1867,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   json validation = {
       {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
   if (!by_products.is_null()) validation["by_products"] = by_products;
+  if (!progress_.protected_note.empty()) validation["protected_note"] = progress_.protected_note;
   // The iteration's summary keeps no output: the progress row is rewritten
   // with every journal step, and the output is in the `validation` step.
   const json summary = {{"passed", passed}, {"exit_code", exit_code}, {"duration_ms", duration}};
@@ -1761,6 +1883,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
       (passed ? std::string("passed")
               : "failed" + (exit_code.is_number_integer() ? " (exit " + exit_code.dump() + ")"
                                                           : std::string()));
+  if (!progress_.protected_note.empty()) note_line += "; loopr put back protected files";
   if (progress_.complete_task_called) {
     note_line += "; the model said: " + progress_.complete_summary.substr(0, 500);
   }
@@ -1774,6 +1897,9 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
                          (exit_code.is_number_integer() ? "exited with " + exit_code.dump()
                                                         : std::string("did not run")) +
                          ":\n" + text;
+    if (!progress_.protected_note.empty()) {
+      progress_.feedback += "\n\n[loopr: " + progress_.protected_note + "]";
+    }
     progress_.next = NextStep::new_iteration;
     if (unchanged_iteration(iteration_changed_, text, previous_output, previous_failed)) {
       progress_.unchanged += 1;

@@ -40,6 +40,7 @@
 #include "loops/loop_health.hpp"
 #include "loops/loop_record.hpp"
 #include "loops/loop_status.hpp"
+#include "loops/protected_files.hpp"
 #include "loops/run_host.hpp"
 #include "store/store.hpp"
 
@@ -167,6 +168,19 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   // What the loop's, its plan tree's and the global budgets leave now.
   Allowance allowance_left() const;
 
+  // The loop's [validation] protected_paths, compiled on first use
+  // (loops/protected_files.hpp); null when it has none. An Error when one no
+  // longer compiles: the loop fails rather than run unprotected.
+  Result<const ProtectedPaths*> protected_paths();
+  // Adds an attempt on a protected path to the progress (kept for loop show).
+  void note_protected_event(nlohmann::json event);
+  // Before the commit, and before a validate call of the model's: puts back
+  // every protected file the iteration changed, keeps a journal step, and
+  // adds what it did to protected_note (told to the model with the
+  // verdict). The message ("" when nothing was put back), or nullopt when
+  // the loop ended (the files could not be put back) or looprd is stopping.
+  asio::awaitable<std::optional<std::string>> restore_protected_files();
+
   // Appends a journal step with the loop's progress and status; emits
   // loop.step and loop.updated. False (and the run ends) when the store
   // refused: nothing may be acted on that is not stored.
@@ -222,6 +236,7 @@ class LoopRun : public std::enable_shared_from_this<LoopRun> {
   std::map<std::string, std::string> full_views_;
   // Lint after edit: path → the problem lines its last lint reported.
   std::map<std::string, std::set<std::string>> lint_seen_;
+  std::optional<ProtectedPaths> protected_;  // protected_paths(), once compiled
 
   llm::CancelToken cancel_token_;
   bool in_run_ = false;

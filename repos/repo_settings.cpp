@@ -136,8 +136,21 @@ Result<EffectiveRepoSettings> resolve(const config::Settings& settings, const st
   pick(out, "worktrees.include", &R::include, user, honoured, daemon_prep.include,
        out.prep.include);
   pick(out, "worktrees.setup", &R::setup, user, honoured, daemon_prep.setup, out.prep.setup);
-  // Rules add to the user's rather than replace them, so the user's config
-  // never shadows the file's.
+  // Protected paths and rules add to the user's rather than replace them,
+  // so the user's config never shadows the file's.
+  out.protected_paths = settings.validation.protected_paths;
+  if (out.file.settings && !out.file.settings->protected_paths.empty()) {
+    if (honoured) {
+      for (const std::string& pattern : out.file.settings->protected_paths) {
+        if (std::find(out.protected_paths.begin(), out.protected_paths.end(), pattern) ==
+            out.protected_paths.end()) {
+          out.protected_paths.push_back(pattern);
+        }
+      }
+    } else {
+      out.unhonoured_keys.push_back("validation.protected_paths");
+    }
+  }
   if (out.file.settings && !out.file.settings->rules.empty()) {
     if (honoured) {
       out.rules = out.file.settings->rules;
@@ -185,7 +198,8 @@ std::optional<Error> EffectiveRepoSettings::refusal() const {
       error.message = file.path + " cannot be used: " + file.error;
       error.hint =
           "fix or remove the file: a repository may set only [commands] (build, test, validate, "
-          "lint, lint_files), [worktrees] (include, setup) and [[approval.rules]] that ask or "
+          "lint, lint_files), [worktrees] (include, setup), [validation] protected_paths and "
+          "[[approval.rules]] that ask or "
           "deny; your own loopr.toml can set the "
           "same for it ([[repositories]] path = \"" +
           repo + "\")";
@@ -230,6 +244,7 @@ json EffectiveRepoSettings::to_json() const {
   for (const policy::CommandRule& rule : rules)
     rule_list.push_back(rule.to_json());
   out["rules"] = std::move(rule_list);
+  out["protected_paths"] = protected_paths;
   return out;
 }
 
@@ -245,7 +260,8 @@ Result<store::RepoTrust> trust(store::Store& store, const std::string& repo) {
   if (!file.error.empty() || !file.settings) {
     return make_error(kRefusedCode, file.path + " cannot be trusted: " + file.error,
                       "fix the file first: a repository may set only [commands] (build, test, "
-                      "validate, lint, lint_files), [worktrees] (include, setup) and "
+                      "validate, lint, lint_files), [worktrees] (include, setup), [validation] "
+                      "protected_paths and "
                       "[[approval.rules]] that ask or deny");
   }
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -54,6 +54,10 @@ struct EffectiveRepoSettings {
   // user's; empty when the file is not honoured ("approval.rules" is then
   // among unhonoured_keys if it sets any).
   std::vector<policy::CommandRule> rules;
+  // [validation] protected_paths: the user's, then the trusted file's that
+  // the user's do not have ("validation.protected_paths" is among
+  // unhonoured_keys when the file sets some and is not honoured).
+  std::vector<std::string> protected_paths;
   // Where each key's value came from, by config::kRepoSettingKeys name.
   std::map<std::string, Source> sources;
   RepoFile file;

@@ -163,6 +163,39 @@ TEST_F(LoopCommandsTest, ShowPrintsTheRepositorysCommandsAndWorktreePreparation)
   EXPECT_FALSE(contains(without.out, "commands:")) << without.out;
 }
 
+// [validation] protected_paths (issue 27): the patterns and the latest
+// attempts on them, each escaped for the terminal.
+TEST_F(LoopCommandsTest, ShowPrintsTheProtectedPathsAndTheAttemptsOnThem) {
+  json loop = a_loop("l-6", "completed");
+  loop["protected"] = {{"paths", {"test.sh", "tests/**"}},
+                       {"event_count", 2},
+                       {"events",
+                        {{{"iteration", 1},
+                          {"action", "refused"},
+                          {"tool", "edit_file"},
+                          {"path", "test.sh"},
+                          {"pattern", "test.sh"}},
+                         {{"iteration", 1},
+                          {"action", "put back"},
+                          {"path", "tests/\x1b[2Ja"},
+                          {"change", "added"}}}}};
+  fake_.answer("loop.get", {{"loop", loop}});
+  const CtlRun run = ctl({"loop", "show", "l-6"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(terminal_safe(run.out)) << run.out;
+  for (const char* part : {"protected: test.sh, tests/** (2 attempts)",
+                           "  iteration 1: edit_file test.sh refused (test.sh)",
+                           "  iteration 1: tests/\\x1b[2Ja added, put back"}) {
+    EXPECT_TRUE(contains(run.out, part)) << part << "\n" << run.out;
+  }
+  json untouched = a_loop("l-7", "running");
+  untouched["protected"] = {{"paths", {"tests"}}, {"event_count", 0}, {"events", json::array()}};
+  fake_.answer("loop.get", {{"loop", untouched}});
+  EXPECT_TRUE(contains(ctl({"loop", "show", "l-7"}).out, "protected: tests (never touched)"));
+  fake_.answer("loop.get", {{"loop", a_loop("l-8", "running")}});
+  EXPECT_FALSE(contains(ctl({"loop", "show", "l-8"}).out, "protected:"));
+}
+
 TEST_F(LoopCommandsTest, ShowOfAnUnknownLoopExitsOneWithTheDaemonsMessage) {
   fake_.on("loop.get", [](const proto::Request& request) {
     return FakeReply::error(request, 1001, "no loop 'l-404'", {{"code", "not_found"}});

@@ -80,6 +80,48 @@ TEST(RepositoryFile, PolicyTablesAreNotAllowedThere) {
               HasSubstr("approval: is not allowed"));
 }
 
+TEST(ProtectedPaths, AreReadFromLooprTomlAndARepositorysFile) {
+  const Settings s = merged_settings(
+      "[validation]\nprotected_paths = [\"tests/\", \"**/*_test.go\", \"Makefile\"]\n");
+  EXPECT_THAT(s.validation.protected_paths, ElementsAre("tests", "**/*_test.go", "Makefile"))
+      << "a folder's trailing slash is dropped";
+  EXPECT_TRUE(Settings::defaults().validation.protected_paths.empty());
+  const RepoSettings file = repo_file("[validation]\nprotected_paths = [\"spec/**\"]\n");
+  EXPECT_THAT(file.protected_paths, ElementsAre("spec/**"));
+  EXPECT_FALSE(file.empty());
+}
+
+TEST(ProtectedPaths, MistakesNameTheKey) {
+  struct ProtectedMistake {
+    std::string text;
+    std::string says;
+  };
+  const ProtectedMistake mistakes[] = {
+      {"protected_paths = [\"../other\"]\n", "outside the checkout"},
+      {"protected_paths = [\"/etc/passwd\"]\n", "not relative"},
+      {"protected_paths = [\"\"]\n", "must not be empty"},
+      {"protected_paths = [\"a{b\"]\n", "a{b"},
+      {"protected_paths = \"tests\"\n", "array of strings"},
+      {"protected_path = [\"tests\"]\n", "unknown key"},
+  };
+  for (const ProtectedMistake& m : mistakes) {
+    const std::string in_user = config_error([&] { merged_settings("[validation]\n" + m.text); });
+    EXPECT_THAT(in_user,
+                AllOf(StartsWith("loopr.toml:2: validation.protected_path"), HasSubstr(m.says)))
+        << m.text;
+    const std::string in_repo = repo_file_error("[validation]\n" + m.text);
+    EXPECT_THAT(in_repo,
+                AllOf(StartsWith("/src/app/.loopr/loopr.toml:2: validation.protected_path"),
+                      HasSubstr(m.says)))
+        << m.text;
+  }
+  std::string many = "[validation]\nprotected_paths = [";
+  for (int i = 0; i <= 256; ++i)
+    many += "\"f" + std::to_string(i) + "\",";
+  many += "]\n";
+  EXPECT_THAT(config_error([&] { merged_settings(many); }), HasSubstr("at most 256"));
+}
+
 TEST(RepositoryFile, MistakesNameTheKey) {
   struct RepoMistake {
     std::string text;

@@ -82,6 +82,122 @@ class LoopCheckoutTest : public ::testing::Test {
   SampleRepo repo_;
 };
 
+// ---- protected files ([validation] protected_paths, issue 27) --------------------
+
+// The model tries to make the validation pass by changing the protected
+// test instead of the answer: edit_file and file_delete are refused before
+// they run, and the run_command that rewrites test.sh to `exit 0` is put back
+// before the model's own validate call and before the commit, so both run
+// the real test and fail; iteration 2 fixes answer.txt and passes. The branch never holds a
+// change to test.sh.
+TEST_F(LoopCheckoutTest, ALoopCannotPassByChangingAProtectedTest) {
+  start(
+      {{"scripted",
+        {turn({tool_call("e1", "edit_file",
+                         {{"path", "test.sh"}, {"old_string", "exit 1"}, {"new_string", "exit 0"}}),
+               tool_call("d1", "file_delete", {{"path", "./test.sh"}})},
+              {{"usage", usage(100, 10)}}),
+         turn({tool_call("x1", "run_command",
+                         {{"command", "printf 'exit 0\\n' > test.sh && cat test.sh"}})},
+              {{"usage", usage(100, 10)}}),
+         turn({tool_call("v1", "validate", json::object())}, {{"usage", usage(100, 10)}}),
+         completing_turn("c1"), turn({read_call("r2")}, {{"usage", usage(100, 10)}}),
+         turn({edit_call("e2")}, {{"usage", usage(100, 10)}}), completing_turn("c2")}}},
+      "[validation]\nprotected_paths = [\"test.sh\", \"tests/**\"]\n\n"
+      "[loops.code]\ntools = [\"read_file\", \"write_file\", \"edit_file\", "
+      "\"file_delete\", \"run_command\", \"validate\", \"complete_task\"]\n");
+  const json created = create({{"max_iterations", 3}});
+  const std::string id = created["id"];
+  const json loop = wait_final(*daemon_, id, 60s);
+  ASSERT_EQ(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(loop["iteration"], 2) << "iteration 1 passed only with test.sh changed: it must not";
+
+  const std::vector<json> steps = read_transcript(*daemon_, id);
+  // The file tools' refusals name the setting and the pattern.
+  const std::vector<json> results = steps_of_kind(steps, "tool_results");
+  ASSERT_GE(results.size(), 2u);
+  const std::string first_turn = results[0]["data"].dump();
+  EXPECT_NE(
+      first_turn.find("test.sh is protected by [validation] protected_paths (\\\"test.sh\\\")"),
+      std::string::npos)
+      << first_turn;
+  EXPECT_NE(first_turn.find("protected_path"), std::string::npos) << first_turn;
+  // The model's own validate call ran the real test, and said why.
+  ASSERT_GE(results.size(), 3u);
+  const std::string own_validation = results[2]["data"].dump();
+  EXPECT_NE(own_validation.find("FAIL: answer.txt says 41"), std::string::npos) << own_validation;
+  EXPECT_NE(own_validation.find("[loopr: loopr put back 1 protected file(s) this iteration "
+                                "changed, as the loop's base commit has them: test.sh (modified)"),
+            std::string::npos)
+      << own_validation;
+  // The command ran (the sandbox let it write), and its change was put back.
+  const std::vector<json> restored = steps_of_kind(steps, "protected_restored");
+  ASSERT_EQ(restored.size(), 1u) << "iteration 2 changed no protected file";
+  EXPECT_EQ(restored[0]["data"]["paths"],
+            json::array({{{"path", "test.sh"}, {"change", "modified"}}}));
+  // Iteration 1's validation ran the real test, and the model was told why.
+  const std::vector<json> validations = steps_of_kind(steps, "validation");
+  ASSERT_EQ(validations.size(), 2u);
+  EXPECT_EQ(validations[0]["data"]["passed"], false) << validations[0].dump(2);
+  EXPECT_NE(validations[0]["data"]["output"].get<std::string>().find("FAIL: answer.txt says 41"),
+            std::string::npos);
+  EXPECT_NE(
+      validations[0]["data"]
+          .value("protected_note", "")
+          .find("loopr put back 1 protected file(s) this iteration changed, as the loop's base "
+                "commit has them: test.sh (modified)"),
+      std::string::npos)
+      << validations[0].dump(2);
+  EXPECT_EQ(validations[1]["data"]["passed"], true);
+
+  // Every attempt, in loop.get.
+  const json& shown = loop["protected"];
+  EXPECT_EQ(shown["paths"], json::array({"test.sh", "tests/**"}));
+  EXPECT_EQ(shown["event_count"], 3);
+  ASSERT_EQ(shown["events"].size(), 3u) << shown.dump(2);
+  EXPECT_EQ(shown["events"][0]["action"], "refused");
+  EXPECT_EQ(shown["events"][0]["tool"], "edit_file");
+  EXPECT_EQ(shown["events"][1]["tool"], "file_delete");
+  EXPECT_EQ(shown["events"][1]["path"], "test.sh");
+  EXPECT_EQ(shown["events"][2]["action"], "put back");
+  EXPECT_EQ(shown["events"][2]["iteration"], 1);
+
+  // The branch holds the fix and nothing of test.sh, in any commit.
+  const std::string branch = "loop/" + id;
+  const GitOutput names =
+      git(repo_.path, {"log", "--name-only", "--format=", repo_.base_commit + ".." + branch});
+  ASSERT_EQ(names.exit_code, 0) << names.out;
+  EXPECT_EQ(lines(names.out), (std::vector<std::string>{"answer.txt"})) << names.out;
+}
+
+// With only the tampering (test.sh made a link to a script that passes) and
+// one iteration, the loop fails: nothing of the protected file's change
+// reaches the validation or the branch.
+TEST_F(LoopCheckoutTest, TamperingAloneNeverPasses) {
+  start({{"scripted",
+          {turn({tool_call("x1", "run_command",
+                           {{"command",
+                             "mkdir -p tests && echo 'exit 0' > tests/pass.sh && rm test.sh && "
+                             "ln -s tests/pass.sh test.sh && sh test.sh"}})},
+                {{"usage", usage(100, 10)}}),
+           completing_turn("c1")}}},
+        "[validation]\nprotected_paths = [\"test.sh\", \"tests\"]\n");
+  const json created = create({{"max_iterations", 1}});
+  const json loop = wait_final(*daemon_, created["id"], 60s);
+  EXPECT_NE(loop["status"], "completed") << loop.dump(2);
+  EXPECT_EQ(loop["last_validation"]["passed"], false) << loop.dump(2);
+  const std::vector<json> restored =
+      steps_of_kind(read_transcript(*daemon_, created["id"]), "protected_restored");
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_EQ(restored[0]["data"]["paths"],
+            json::array({{{"path", "test.sh"}, {"change", "modified"}},
+                         {{"path", "tests/pass.sh"}, {"change", "added"}}}));
+  struct stat info {};
+  ASSERT_EQ(::lstat((loop["worktree"].get<std::string>() + "/test.sh").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISREG(info.st_mode)) << "the link that passed is a file again";
+  EXPECT_FALSE(exists(loop["worktree"].get<std::string>() + "/tests/pass.sh"));
+}
+
 // ---- clean commits ---------------------------------------------------------------
 
 // The validation makes a coverage folder, a byte cache, an object file and

@@ -195,6 +195,27 @@ TEST_F(RepoSettingsTest, RepositoryOfASubfolderIsItsTop) {
 
 // [[approval.rules]] of the file (issue 27): added only while it is trusted;
 // a file that sets rules but is not honoured refuses what they would judge.
+// A trusted file's protected paths add to the user's; an untrusted file's
+// are not honoured, and a loop that would use them is refused.
+TEST_F(RepoSettingsTest, TheFilesProtectedPathsAddToTheUsersOnlyWhileTrusted) {
+  settings_.validation.protected_paths = {"tests", "Makefile"};
+  tree_.write("app/.loopr/loopr.toml",
+              "[validation]\nprotected_paths = [\"spec/**\", \"tests\"]\n");
+  EffectiveRepoSettings s = resolved();
+  EXPECT_EQ(s.state, FileState::untrusted);
+  EXPECT_THAT(s.protected_paths, ElementsAre("tests", "Makefile")) << "the user's alone";
+  ASSERT_TRUE(s.refusal_for("validation.protected_paths"));
+  EXPECT_THAT(s.refusal()->message, HasSubstr("sets validation.protected_paths"));
+
+  ASSERT_TRUE(trust(store_, repo_).ok());
+  s = resolved();
+  EXPECT_THAT(s.protected_paths, ElementsAre("tests", "Makefile", "spec/**"))
+      << "added, never replacing the user's, each once";
+  EXPECT_FALSE(s.refusal());
+  EXPECT_EQ(s.to_json()["protected_paths"],
+            nlohmann::json::array({"tests", "Makefile", "spec/**"}));
+}
+
 TEST_F(RepoSettingsTest, TheFilesRulesApplyOnlyWhileTrusted) {
   tree_.write("app/.loopr/loopr.toml",
               "[[approval.rules]]\ncommand = [\"npm\", \"publish\"]\ndecision = \"deny\"\n"

@@ -1,4 +1,4 @@
-#include "loopr-tool/glob_pattern.hpp"
+#include "common/glob_pattern.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

@@ -1,5 +1,8 @@
 // GlobPattern: a compiled gitignore-style / shell glob matched against
 // '/'-separated relative paths ("src/a.cpp", never a leading "/" or "./").
+// The glob and grep tools and .gitignore reading (loopr-tool/) match with it,
+// and so do a loop's [validation] protected_paths (loops/), so one pattern
+// means the same wherever loopr takes one.
 //
 // Syntax: `*` (any run of characters except '/'), `?` (one character except
 // '/'), `[abc]` `[a-z]` `[!x]` `[^x]` (one character; ']' first is literal),
@@ -26,7 +29,7 @@
 
 #include "common/error.hpp"
 
-namespace loopr::tool {
+namespace loopr {
 
 class GlobPattern {
  public:
@@ -73,4 +76,4 @@ class GlobPattern {
   bool literal_ = false;
 };
 
-}  // namespace loopr::tool
+}  // namespace loopr

@@ -1,8 +1,8 @@
-#include "loopr-tool/glob_pattern.hpp"
+#include "common/glob_pattern.hpp"
 
 #include <algorithm>
 
-namespace loopr::tool {
+namespace loopr {
 namespace {
 
 using Token = GlobPattern::Token;
@@ -369,4 +369,4 @@ bool GlobPattern::match(std::string_view path) const {
   return false;
 }
 
-}  // namespace loopr::tool
+}  // namespace loopr

@@ -1,0 +1,58 @@
+#include "loops/protected_files.hpp"
+
+#include <filesystem>
+
+namespace loopr::loops {
+
+Result<ProtectedPaths> ProtectedPaths::compile(const std::vector<std::string>& patterns) {
+  ProtectedPaths out;
+  for (const std::string& source : patterns) {
+    auto compiled = GlobPattern::compile(source);
+    if (!compiled) {
+      return make_error(errc::invalid_arguments,
+                        "[validation] protected_paths: \"" + source.substr(0, 200) +
+                            "\": " + compiled.error().message,
+                        "fix the pattern in loopr.toml or the repository's .loopr/loopr.toml");
+    }
+    out.sources_.push_back(source);
+    out.patterns_.push_back(std::move(*compiled));
+  }
+  return out;
+}
+
+std::optional<std::string> ProtectedPaths::protecting(const std::string& path) const {
+  if (path.empty()) return std::nullopt;
+  // The path itself, then each folder above it: a pattern that matches a
+  // folder protects what is in it.
+  std::string_view candidate = path;
+  while (true) {
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      if (patterns_[i].match(candidate)) return sources_[i];
+    }
+    const std::size_t slash = candidate.rfind('/');
+    if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+    candidate = candidate.substr(0, slash);
+  }
+}
+
+std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return std::nullopt;
+  fs::path p(path);
+  if (p.is_absolute()) {
+    const fs::path relative = p.lexically_normal().lexically_relative(fs::path(worktree));
+    if (relative.empty()) return std::nullopt;
+    p = relative;
+  }
+  const std::string normal = p.lexically_normal().generic_string();
+  if (normal.empty() || normal == "." || normal == ".." || normal.rfind("../", 0) == 0) {
+    return std::nullopt;
+  }
+  std::string out = normal;
+  while (!out.empty() && out.back() == '/')
+    out.pop_back();
+  if (out.rfind("./", 0) == 0) out.erase(0, 2);
+  return out.empty() ? std::nullopt : std::optional<std::string>(out);
+}
+
+}  // namespace loopr::loops

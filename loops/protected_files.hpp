@@ -1,0 +1,55 @@
+// Protected files (issue 27, [validation] protected_paths): what a loop may
+// not change to pass its validation — typically its tests.
+//
+// Two guards, the second of which makes the guarantee:
+// - a file tool (file_access write or delete) whose path a pattern protects
+//   is refused before it runs, with an error that names the setting and the
+//   pattern (ProtectedPaths here);
+// - before each iteration is committed, and so before it is validated,
+//   every protected file that differs from the loop's base commit — changed
+//   by a command, through a link, by git itself, or added — is put back as
+//   the base commit has it, and the model is told which
+//   (loops/git/protected_restore.hpp). The branch never holds a change to a
+//   protected file, and the validation always runs them as they were, so a
+//   loop cannot pass because one changed.
+//
+// A pattern is a GlobPattern (common/glob_pattern.hpp) relative to the
+// repository's top, and protects the paths it matches and everything beneath
+// them ("tests" and "tests/**" both protect tests/a/b.c), as a git pathspec
+// with the glob magic does (the restore asks git with exactly that).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/glob_pattern.hpp"
+
+namespace loopr::loops {
+
+class ProtectedPaths {
+ public:
+  // Compiles the patterns (checked when the settings were read; a pattern
+  // that no longer compiles is an Error naming it).
+  static Result<ProtectedPaths> compile(const std::vector<std::string>& patterns);
+
+  bool empty() const { return patterns_.empty(); }
+  const std::vector<std::string>& sources() const { return sources_; }
+
+  // The pattern that protects `path` (relative to the worktree's top,
+  // '/'-separated, lexically normal), or nullopt.
+  std::optional<std::string> protecting(const std::string& path) const;
+
+ private:
+  std::vector<std::string> sources_;
+  std::vector<GlobPattern> patterns_;
+};
+
+// A file tool's `path` argument as a path relative to the worktree's top,
+// lexically normal ("./src/../tests/a.c" is "tests/a.c"); an absolute path
+// inside `worktree` is made relative. nullopt: outside the worktree (the
+// tool refuses it itself) or empty.
+std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree);
+
+}  // namespace loopr::loops
