@@ -12,6 +12,7 @@
 
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
+#include "proto/approval_reason.hpp"
 
 namespace loopr::mcp {
 
@@ -448,7 +449,8 @@ void McpSession::ask_client_to_approve(Call& call, const json& approval) {
   json params = {
       {"message", "loopr: allow " + text_member(approval, "tool") + " (" +
                       text_member(approval, "lane") + " lane, " + text_member(approval, "tier") +
-                      ") in " + text_member(approval, "worktree") + " with " + args + "?"},
+                      ") in " + text_member(approval, "worktree") + " with " + args + "? It " +
+                      proto::approval_reason(approval) + "."},
       {"requestedSchema",
        {{"type", "object"},
         {"properties",

@@ -358,6 +358,31 @@ TEST_F(Session, SetLevelErrorSilencesTheApprovalWarning) {
   EXPECT_TRUE(outbox->with_method("notifications/message").empty());
 }
 
+// The elicitation says why the call waits: the approval rule that asked
+// (issue 27), as looprctl approvals and the TUI say it.
+TEST_F(Session, TheElicitationSaysWhichRuleMadeTheCallWait) {
+  SessionOptions options = options_with_worktree();
+  options.elicit_approvals = true;
+  start(options, {{"elicitation", json::object()}});
+  auto outbox = call(31, "run_command");
+  auto fake = link_.wait_for_call(0);
+  ASSERT_TRUE(fake);
+  json approval = approval_event();
+  approval["rule"] = {{"decision", "ask"},
+                      {"command", {"git", "push"}},
+                      {"reason", "pushes are reviewed"},
+                      {"file", "/home/ada/.config/loopr/loopr.toml"},
+                      {"line", 12}};
+  fake->emit("approval.requested", approval);
+  auto asked = outbox->wait_for_request("elicitation/create");
+  ASSERT_TRUE(asked);
+  const std::string message = (*asked)["params"]["message"];
+  EXPECT_NE(message.find("It waits by the rule at /home/ada/.config/loopr/loopr.toml:12 (ask "
+                         "[\"git\",\"push\"]): pushes are reviewed."),
+            std::string::npos)
+      << message;
+}
+
 struct ElicitationCase {
   const char* name;
   json answer;                  // the client's result
