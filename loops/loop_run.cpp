@@ -897,9 +897,15 @@ asio::awaitable<std::optional<Result<llm::ModelTurn>>> LoopRun::ask_model(
     if (stopping_ || cancel_requested_) co_return std::nullopt;
     if (turn) answered_by_ = FallbackAnswer{name, next_settings.model, failed};
   }
-  if (!turn && !failed.empty()) {
+  if (!turn) {
+    // Which provider's error this is: a fallback's refusal (a window
+    // smaller than the loop's own, say) is not the loop's provider's.
     Error error = turn.error();
-    error.message += " (after " + spec_.provider + " and the [llm] fallback providers failed)";
+    if (error.details.is_null()) error.details = json::object();
+    if (error.details.is_object()) error.details["provider"] = asking;
+    if (!failed.empty()) {
+      error.message += " (after " + spec_.provider + " and the [llm] fallback providers failed)";
+    }
     co_return Result<llm::ModelTurn>(std::move(error));
   }
   co_return std::move(turn);
@@ -1006,15 +1012,22 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
           details["context_window"].is_number_integer()) {
         window = details["context_window"].get<std::int64_t>();
       }
-      context.refused_as_too_long(window, request_bytes);
+      // A fallback's refusal says nothing of the loop's own provider's
+      // window: only the iteration ends, with a conversation small enough.
+      const std::string refused_by =
+          details.is_object() && details.contains("provider") && details["provider"].is_string()
+              ? details["provider"].get<std::string>()
+              : spec_.provider;
+      if (refused_by == spec_.provider) context.refused_as_too_long(window, request_bytes);
       spdlog::warn(
           "loop {}: provider {} refused a request as too long for its context window{}; "
           "set [providers.{}] context_window to the model's window",
-          spec_.id, spec_.provider, window > 0 ? " (" + std::to_string(window) + " tokens)" : "",
-          spec_.provider);
+          spec_.id, refused_by, window > 0 ? " (" + std::to_string(window) + " tokens)" : "",
+          refused_by);
       co_return co_await hand_off("provider_overflow",
-                                  "the provider refused the request as too long for its "
-                                  "context window (" +
+                                  "the provider " + refused_by +
+                                      " refused the request as too long for its "
+                                      "context window (" +
                                       turn.error().message + ")",
                                   std::move(request), context, request_bytes, **provider,
                                   provider_settings, true);

@@ -482,6 +482,53 @@ TEST(LoopProviders, AFallbackIsNotAskedWhenAUsdBudgetCannotPriceItOrTheLoopIsPin
   }
 }
 
+// A fallback whose window is smaller than the conversation refuses it as
+// too long (issue 27 review): the refusal is the fallback's, not the loop's
+// own provider's — the warning and the hand-off name the fallback, and the
+// loop goes on (a fresh iteration, answered by the fallback again).
+TEST(LoopProviders, AFallbacksTooLongRefusalIsNamedAsTheFallbacks) {
+  ScriptedHttpServer storm(storm_of_529s());
+  ScriptedHttpServer local;
+  local.push(ScriptedReply::json(
+      400,
+      R"({"error":{"message":"This model's maximum context length is 64 tokens, however you requested 9000 tokens","type":"invalid_request_error","code":"context_length_exceeded"}})"));
+  local.push(ScriptedReply::json(
+      200, json{{"id", "chatcmpl-note"},
+                {"object", "chat.completion"},
+                {"created", 1},
+                {"model", "local-model"},
+                {"choices",
+                 {{{"index", 0},
+                   {"message", {{"role", "assistant"}, {"content", "NOTE: fix greeting.txt"}}},
+                   {"finish_reason", "stop"}}}},
+                {"usage", {{"prompt_tokens", 50}, {"completion_tokens", 8}, {"total_tokens", 58}}}}
+               .dump()));
+  DaemonOptions options;
+  options.extra_toml =
+      anthropic_then_local(storm, local) +
+      "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
+  DaemonHarness daemon(options);
+  make_typo_repo(daemon.worktree());
+  daemon.start();
+  LoopWatch watch(daemon);
+  const json loop = create_provider_loop(daemon, "anth");
+  const json done = watch.wait_final(loop["id"]);
+  EXPECT_THAT(daemon.log(), HasSubstr("provider local refused a request as too long"));
+  EXPECT_THAT(daemon.log(), Not(HasSubstr("provider anth refused a request as too long")));
+  EXPECT_THAT(daemon.log(), Not(HasSubstr("set [providers.anth] context_window")));
+  const json steps = transcript(daemon, loop["id"])["steps"];
+  bool handed_off = false;
+  for (const json& step : steps) {
+    if (step.value("kind", "") != "handoff") continue;
+    handed_off = true;
+    EXPECT_THAT(step["data"].dump(),
+                HasSubstr("the provider local refused the request as too long"))
+        << step.dump(2);
+  }
+  EXPECT_TRUE(handed_off) << steps.dump(1);
+  EXPECT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
+}
+
 // A refused request (400) is the loop's own problem: no fallback is asked,
 // and the loop fails with the provider's words.
 TEST(LoopProviders, ARefusedRequestIsNeverAskedOfTheFallback) {
