@@ -1001,9 +1001,17 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
     auto& turn = *asked;
     if (!turn && turn.error().code == llm::errc::context_overflow) {
       // The provider counted more than the window: believe its count, and
-      // hand off from a conversation made small enough.
+      // hand off from a conversation made small enough. A fallback's
+      // refusal (its own tokenizer, a window smaller than the loop's own
+      // provider's) says nothing of the loop's provider: only the iteration
+      // ends.
       const json& details = turn.error().details;
-      if (details.is_object() && details.contains("prompt_tokens") &&
+      const std::string refused_by =
+          details.is_object() && details.contains("provider") && details["provider"].is_string()
+              ? details["provider"].get<std::string>()
+              : spec_.provider;
+      const bool own_provider = refused_by == spec_.provider;
+      if (own_provider && details.is_object() && details.contains("prompt_tokens") &&
           details["prompt_tokens"].is_number_integer()) {
         context.measured_tokens(details["prompt_tokens"].get<std::int64_t>(), request_bytes);
       }
@@ -1012,13 +1020,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::model_phase() {
           details["context_window"].is_number_integer()) {
         window = details["context_window"].get<std::int64_t>();
       }
-      // A fallback's refusal says nothing of the loop's own provider's
-      // window: only the iteration ends, with a conversation small enough.
-      const std::string refused_by =
-          details.is_object() && details.contains("provider") && details["provider"].is_string()
-              ? details["provider"].get<std::string>()
-              : spec_.provider;
-      if (refused_by == spec_.provider) context.refused_as_too_long(window, request_bytes);
+      if (own_provider) context.refused_as_too_long(window, request_bytes);
       spdlog::warn(
           "loop {}: provider {} refused a request as too long for its context window{}; "
           "set [providers.{}] context_window to the model's window",
@@ -1699,9 +1701,10 @@ asio::awaitable<std::optional<std::string>> LoopRun::restore_protected_files() {
   const std::string base = spec_.base_commit;
   const ProtectedPaths patterns = **guard;  // a copy for the git thread
   auto git_work = [=] {
-    return restore_protected(info, base, [&patterns](const std::string& path) {
-      return patterns.protecting(path).has_value();
-    });
+    const ProtectedGuard protects{
+        [&patterns](const std::string& path) { return patterns.protecting(path).has_value(); },
+        [&patterns](const std::string& folder) { return patterns.may_protect_beneath(folder); }};
+    return restore_protected(info, base, protects);
   };
   auto restored = co_await offload(engine_.git_pool(), git_work);
   if (stopping_) co_return std::nullopt;

@@ -1,5 +1,6 @@
 #include "loops/protected_files.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace loopr::loops {
@@ -33,6 +34,28 @@ std::optional<std::string> ProtectedPaths::protecting(const std::string& path) c
     if (slash == std::string_view::npos || slash == 0) return std::nullopt;
     candidate = candidate.substr(0, slash);
   }
+}
+
+bool ProtectedPaths::may_protect_beneath(const std::string& folder) const {
+  for (const std::string& source : sources_) {
+    // The pattern's parts before its first one with a glob character (a
+    // pattern names a folder as well as a file: what it names protects
+    // everything beneath).
+    std::string literal;
+    std::size_t from = 0;
+    while (from <= source.size()) {
+      const std::size_t slash = std::min(source.find('/', from), source.size());
+      const std::string part = source.substr(from, slash - from);
+      if (part.find_first_of("*?[{\\") != std::string::npos) break;
+      literal += (literal.empty() ? "" : "/") + part;
+      from = slash + 1;
+    }
+    if (literal.empty() || literal == folder || literal.rfind(folder + "/", 0) == 0 ||
+        folder.rfind(literal + "/", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree) {

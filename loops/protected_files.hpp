@@ -40,6 +40,11 @@ class ProtectedPaths {
   // The pattern that protects `path` (relative to the worktree's top,
   // '/'-separated, lexically normal), or nullopt.
   std::optional<std::string> protecting(const std::string& path) const;
+  // Whether a pattern may protect something beneath `folder` (relative, as
+  // above): true unless every pattern's leading literal folders lead
+  // elsewhere ("tests/**" protects nothing beneath "node_modules"; "**/x"
+  // may protect something beneath any folder).
+  bool may_protect_beneath(const std::string& folder) const;
 
  private:
   std::vector<std::string> sources_;

@@ -12,9 +12,12 @@
 
 namespace loopr::proto {
 
-// "waits by the rule at FILE:LINE (ask [\"git\",\"push\"]): REASON",
+// "waits by the rule at FILE:LINE (ask [\"git\",\"push\"]): REASON" ("the
+// repository's rule" for one from a repository's file),
 // "waits: the approval rules cannot read its command (WHY)", or
-// "waits by the approval policy for TOOL". Never throws on any JSON.
+// "waits by the approval policy for TOOL". Each part is put on one line and
+// cut at 300 bytes: a repository's rule must not fill the prompt a person
+// reads. Never throws on any JSON.
 std::string approval_reason(const nlohmann::json& approval);
 
 }  // namespace loopr::proto

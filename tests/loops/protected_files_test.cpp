@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -95,11 +96,15 @@ class ProtectedRestoreTest : public ::testing::Test {
     wt_ = "wt/c1/";
   }
 
-  Result<std::vector<ProtectedChange>> restore() {
-    const ProtectedPaths paths = compiled({"tests"});
-    return loops::restore_protected(info_, base_, [&paths](const std::string& path) {
-      return paths.protecting(path).has_value();
-    });
+  Result<std::vector<ProtectedChange>> restore(const std::vector<std::string>& patterns = {
+                                                   "tests"}) {
+    const ProtectedPaths paths = compiled(patterns);
+    return loops::restore_protected(info_, base_, guard_of(paths));
+  }
+
+  static loops::ProtectedGuard guard_of(const ProtectedPaths& paths) {
+    return {[&paths](const std::string& path) { return paths.protecting(path).has_value(); },
+            [&paths](const std::string& folder) { return paths.may_protect_beneath(folder); }};
   }
 
   std::string read(const std::string& relative) const {
@@ -134,20 +139,21 @@ TEST_F(ProtectedRestoreTest, EveryKindOfChangeToAProtectedFileIsPutBackAndNothin
   tree_.write(wt_ + "tests/new_test.sh", "exit 0\n");                       // added, untracked
   tree_.write(wt_ + "tests/staged.sh", "exit 0\n");                         // added and staged
   must_git(tree_.path("wt/c1"), {"add", "tests/staged.sh"});
-  tree_.write(wt_ + "tests/cache.o", "build output\n");  // ignored: not the model's
+  tree_.write(wt_ + "tests/cache.o", "build output\n");  // ignored, but in tests/
   tree_.write(wt_ + "src/value.txt", "42\n");            // the real work
   tree_.write(wt_ + "src/new.c", "int x;\n");
 
   auto restored = restore();
   ASSERT_TRUE(restored) << restored.error().message;
   EXPECT_EQ(described(*restored),
-            (std::vector<std::string>{"tests/check.sh modified", "tests/new_test.sh added",
-                                      "tests/other_test.sh deleted", "tests/staged.sh added"}));
+            (std::vector<std::string>{"tests/cache.o added", "tests/check.sh modified",
+                                      "tests/new_test.sh added", "tests/other_test.sh deleted",
+                                      "tests/staged.sh added"}));
   EXPECT_EQ(read("tests/check.sh"), "exit 1\n");
   EXPECT_EQ(read("tests/other_test.sh"), "exit 0\n");
   EXPECT_FALSE(exists("tests/new_test.sh"));
   EXPECT_FALSE(exists("tests/staged.sh"));
-  EXPECT_TRUE(exists("tests/cache.o")) << "ignored files are left alone";
+  EXPECT_FALSE(exists("tests/cache.o")) << "an ignore rule hides nothing from the tests";
   EXPECT_EQ(read("src/value.txt"), "42\n") << "unprotected work is kept";
   EXPECT_TRUE(exists("src/new.c"));
   // Nothing of tests/ differs from the base any more, in the index either.
@@ -197,10 +203,78 @@ TEST_F(ProtectedRestoreTest, AnUntrackedFileBehindALinkedFolderIsNotFollowed) {
   EXPECT_TRUE(kept.good());
 }
 
+// An ignore rule the model adds hides nothing: a conftest.py it writes into
+// the protected folder after ignoring it there (pytest would load it), a
+// new folder in it, and a file a wildcard pattern protects deep inside an
+// ignored folder are all removed; ignored files nothing protects stay.
+TEST_F(ProtectedRestoreTest, IgnoredFilesInProtectedPlacesAreRemovedToo) {
+  tree_.write(wt_ + ".gitignore", "*.o\nconftest.py\nsnapshots/\nnode_modules/\n");
+  tree_.write(wt_ + "tests/conftest.py",
+              "def pytest_collection_modifyitems(items): items[:] = []\n");
+  tree_.write(wt_ + "tests/snapshots/a.snap", "fake\n");
+  tree_.write(wt_ + "node_modules/pkg/deep/x.snap", "fake\n");
+  tree_.write(wt_ + "node_modules/pkg/index.js", "module.exports = 1\n");
+  tree_.write(wt_ + "src/main.o", "build output\n");
+  auto restored = restore({"tests", "**/*.snap"});
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_EQ(described(*restored),
+            (std::vector<std::string>{"node_modules/pkg/deep/x.snap added",
+                                      "tests/conftest.py added", "tests/snapshots added"}));
+  EXPECT_FALSE(exists("tests/conftest.py"));
+  EXPECT_FALSE(exists("tests/snapshots"));
+  EXPECT_FALSE(exists("node_modules/pkg/deep/x.snap"));
+  EXPECT_TRUE(exists("node_modules/pkg/index.js"));
+  EXPECT_TRUE(exists("src/main.o"));
+  EXPECT_TRUE(exists(".gitignore")) << "not protected: the model's to change";
+}
+
+// The protected folder replaced by a link to the model's own tests, under
+// either form of pattern, and a repository made inside it: the link and the
+// repository go, the folder comes back as the base commit has it, and
+// nothing the link pointed to is touched.
+TEST_F(ProtectedRestoreTest, AProtectedFolderReplacedByALinkComesBack) {
+  for (const std::string pattern : {"tests", "tests/**"}) {
+    tree_.write("fake/check.sh", "exit 0\n");
+    ASSERT_EQ(std::system(("rm -rf '" + tree_.path(wt_ + "tests") + "'").c_str()), 0);
+    ASSERT_EQ(::symlink(tree_.path("fake").c_str(), tree_.path(wt_ + "tests").c_str()), 0);
+    auto restored = restore({pattern});
+    ASSERT_TRUE(restored) << pattern << ": " << restored.error().message;
+    struct stat st {};
+    ASSERT_EQ(::lstat(tree_.path(wt_ + "tests").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISDIR(st.st_mode)) << pattern;
+    EXPECT_EQ(read("tests/check.sh"), "exit 1\n") << pattern;
+    EXPECT_EQ(read("tests/other_test.sh"), "exit 0\n") << pattern;
+    std::ifstream fake(tree_.path("fake/check.sh"));
+    EXPECT_TRUE(fake.good()) << pattern << ": the link was followed";
+    auto again = restore({pattern});
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(again->empty()) << pattern;
+  }
+  must_git(tree_.path(wt_ + "tests"), {"init", "-q", "nested"});
+  tree_.write(wt_ + "tests/nested/pass.sh", "exit 0\n");
+  auto restored = restore();
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_EQ(described(*restored), (std::vector<std::string>{"tests/nested added"}));
+  EXPECT_FALSE(exists("tests/nested"));
+}
+
+TEST(ProtectedPaths, OnlyAPatternThatMayReachBeneathAFolderLooksIntoIt) {
+  const ProtectedPaths tests = compiled({"tests/**", "spec/unit/*_spec.rb"});
+  EXPECT_TRUE(tests.may_protect_beneath("tests"));
+  EXPECT_TRUE(tests.may_protect_beneath("tests/deep"));
+  EXPECT_TRUE(tests.may_protect_beneath("spec"));
+  EXPECT_TRUE(tests.may_protect_beneath("spec/unit"));
+  EXPECT_FALSE(tests.may_protect_beneath("node_modules"));
+  EXPECT_FALSE(tests.may_protect_beneath("testsuite"));
+  EXPECT_FALSE(tests.may_protect_beneath("build"));
+  EXPECT_TRUE(compiled({"**/*.snap"}).may_protect_beneath("node_modules"));
+  EXPECT_TRUE(compiled({"t*/x"}).may_protect_beneath("anything"));
+  EXPECT_FALSE(compiled({"Makefile"}).may_protect_beneath("src"));
+}
+
 TEST_F(ProtectedRestoreTest, WithoutABaseCommitNothingCanBeCheckedAndItSaysSo) {
   const ProtectedPaths paths = compiled({"tests"});
-  auto restored = loops::restore_protected(
-      info_, "", [&](const std::string& path) { return paths.protecting(path).has_value(); });
+  auto restored = loops::restore_protected(info_, "", guard_of(paths));
   ASSERT_FALSE(restored);
   EXPECT_NE(restored.error().message.find("no base commit"), std::string::npos);
 }
