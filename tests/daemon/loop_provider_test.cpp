@@ -401,6 +401,33 @@ ScriptedHttpServer::Responder storm_of_529s() {
   };
 }
 
+// One loop on the typo repository through looprd whose loops' provider
+// "anth" is served by `storm` and falls back to "local" (priced at $1 and $2
+// per million tokens), to its end: the daemon (its log), the loop as
+// created and as it ended, and every event seen meanwhile.
+struct FallbackLoop {
+  std::unique_ptr<DaemonHarness> daemon;
+  json loop;
+  json done;
+  std::string events;
+};
+
+FallbackLoop run_fallback_loop(const ScriptedHttpServer& storm, ScriptedHttpServer& local) {
+  DaemonOptions options;
+  options.extra_toml =
+      anthropic_then_local(storm, local) +
+      "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
+  FallbackLoop run;
+  run.daemon = std::make_unique<DaemonHarness>(options);
+  make_typo_repo(run.daemon->worktree());
+  run.daemon->start();
+  LoopWatch watch(*run.daemon);
+  run.loop = create_provider_loop(*run.daemon, "anth");
+  run.done = watch.wait_final(run.loop["id"]);
+  run.events = watch.text();
+  return run;
+}
+
 // [llm] fallback (issue 27): an Anthropic server that answers every request
 // with 529 (a storm that outlasts the retries) hands each turn to the next
 // provider, a local OpenAI-compatible server; the loop completes, each turn
@@ -409,16 +436,10 @@ ScriptedHttpServer::Responder storm_of_529s() {
 TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsModel) {
   ScriptedHttpServer storm(storm_of_529s());
   ScriptedHttpServer local;
-  DaemonOptions options;
-  options.extra_toml =
-      anthropic_then_local(storm, local) +
-      "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
-  DaemonHarness daemon(options);
-  make_typo_repo(daemon.worktree());
-  daemon.start();
-  LoopWatch watch(daemon);
-  const json loop = create_provider_loop(daemon, "anth");
-  const json done = watch.wait_final(loop["id"]);
+  const FallbackLoop run = run_fallback_loop(storm, local);
+  const DaemonHarness& daemon = *run.daemon;
+  const json& loop = run.loop;
+  const json& done = run.done;
   ASSERT_EQ(done["status"], "completed") << done.dump(2) << daemon.log();
   EXPECT_EQ(done["usage"]["model_turns"], 3);
   // 3 turns of 90 input and 12 output tokens at $1 and $2 per million.
@@ -429,8 +450,8 @@ TEST(LoopProviders, A529StormFallsBackToTheNextProviderWhoseTurnsArePricedByItsM
   for (const auto& request : local.requests()) {
     EXPECT_EQ(json::parse(request.body)["model"], "local-model");
   }
-  EXPECT_THAT(watch.text(), HasSubstr("provider.fallback"));
-  EXPECT_THAT(watch.text(), HasSubstr("\"from\":\"anth\""));
+  EXPECT_THAT(run.events, HasSubstr("provider.fallback"));
+  EXPECT_THAT(run.events, HasSubstr("\"from\":\"anth\""));
 
   const json steps = transcript(daemon, loop["id"])["steps"];
   int answered = 0;
@@ -503,16 +524,10 @@ TEST(LoopProviders, AFallbacksTooLongRefusalIsNamedAsTheFallbacks) {
                    {"finish_reason", "stop"}}}},
                 {"usage", {{"prompt_tokens", 50}, {"completion_tokens", 8}, {"total_tokens", 58}}}}
                .dump()));
-  DaemonOptions options;
-  options.extra_toml =
-      anthropic_then_local(storm, local) +
-      "[prices.\"local-model\"]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 2\n";
-  DaemonHarness daemon(options);
-  make_typo_repo(daemon.worktree());
-  daemon.start();
-  LoopWatch watch(daemon);
-  const json loop = create_provider_loop(daemon, "anth");
-  const json done = watch.wait_final(loop["id"]);
+  const FallbackLoop run = run_fallback_loop(storm, local);
+  const DaemonHarness& daemon = *run.daemon;
+  const json& loop = run.loop;
+  const json& done = run.done;
   EXPECT_THAT(daemon.log(), HasSubstr("provider local refused a request as too long"));
   EXPECT_THAT(daemon.log(), Not(HasSubstr("provider anth refused a request as too long")));
   EXPECT_THAT(daemon.log(), Not(HasSubstr("set [providers.anth] context_window")));
