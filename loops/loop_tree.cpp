@@ -1,6 +1,7 @@
 #include "loops/loop_tree.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "loops/loop_run.hpp"
 
@@ -57,12 +58,16 @@ std::vector<std::string> LoopTree::children_ids(const std::string& id) const {
 }
 
 std::vector<LoopTree::RunPtr> LoopTree::descendants_of(const std::string& id) const {
+  // Each loop once: parentage that loops back on itself (only a store
+  // edited by hand has it) ends instead of hanging the daemon.
   std::vector<RunPtr> out;
+  std::set<std::string> seen{id};
   std::vector<std::string> frontier{id};
   while (!frontier.empty()) {
     const std::string next = frontier.back();
     frontier.pop_back();
     for (const auto& child : children_of(next, false)) {
+      if (!seen.insert(child->id()).second) continue;
       out.push_back(child);
       frontier.push_back(child->id());
     }

@@ -109,6 +109,7 @@ TEST_F(LoopTreeTest, ParentageThatLoopsBackOnItselfEndsInsteadOfHanging) {
   add("x-b", "spec", "x-a", 2, LoopStatus::waiting);
   EXPECT_LE(tree_.ancestors_of(*a).size(), 66u);
   EXPECT_FALSE(tree_.is_stale(*a));
+  EXPECT_EQ(ids(tree_.descendants_of("x-a")), (Ids{"x-b"})) << "each loop once, the walk ends";
 }
 
 TEST_F(LoopTreeTest, ALoopIsStaleUnderAnInvalidatedLoopOrBehindAnAncestorsGeneration) {
