@@ -164,6 +164,9 @@ class SettingsReader {
         notify(v);
       } else if (key == "validation") {
         validation(v);
+      } else if (key == "hooks") {
+        note(key, v);
+        s_.hooks = read_hooks(v, key);
       } else if (key == "repositories") {
         note(key, v);
         s_.repositories = detail::read_repositories(v, env_);
@@ -173,8 +176,9 @@ class SettingsReader {
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory], [oracle], [context], [notify], [validation] and "
-             "[[repositories]]");
+             "[scheduler], [merges], [memory], [oracle], [context], [notify], [validation], "
+             "[[hooks]] "
+             "and [[repositories]]");
       }
     }
   }
@@ -773,6 +777,65 @@ class SettingsReader {
                {{"protected_paths", [this](const toml::value& v, const std::string& key) {
                    s_.validation.protected_paths = detail::read_protected_paths(v, key);
                  }}});
+  }
+
+  static std::vector<HookSettings> read_hooks(const toml::value& v, const std::string& key) {
+    if (!v.is_array()) {
+      fail(v, key,
+           "must be an array of tables, written [[hooks]] with event = \"tool.before\" and "
+           "command = \"...\", got " +
+               detail::describe(v));
+    }
+    std::vector<HookSettings> hooks;
+    const auto& items = v.as_array();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const toml::value& table = items[i];
+      const std::string prefix = key + "[" + std::to_string(i) + "]";
+      detail::require_table(table, prefix);
+      HookSettings hook;
+      hook.origin = {table.location().file_name(), detail::line_of(table)};
+      bool has_event = false;
+      for (const auto& field : detail::entries(table)) {
+        const std::string field_key = prefix + "." + field.key;
+        const toml::value& value = *field.value;
+        if (field.key == "event") {
+          hook.event =
+              detail::read_choice(value, field_key,
+                                  {"tool.before", "tool.after", "approval.needed", "iteration.end",
+                                   "loop.end", "plan.awaiting_approval", "worktree.created"});
+          has_event = true;
+        } else if (field.key == "tools") {
+          hook.tools = detail::read_string_list(value, field_key);
+          for (const std::string& tool : hook.tools) {
+            if (tool.empty()) fail(value, field_key, "must not hold an empty tool name");
+          }
+        } else if (field.key == "command") {
+          hook.command = detail::read_string(value, field_key);
+          if (hook.command.empty()) fail(value, field_key, "must not be empty");
+        } else if (field.key == "timeout_s") {
+          hook.timeout_s = detail::read_integer_in(value, field_key, 1, 3600, "seconds");
+        } else if (field.key == "trusted") {
+          hook.trusted = detail::read_bool(value, field_key);
+        } else {
+          fail(value, field_key,
+               "unknown key; a hook has event, tools, command, timeout_s and trusted");
+        }
+      }
+      if (!has_event) {
+        fail(table, prefix,
+             "needs event: tool.before, tool.after, approval.needed, iteration.end, loop.end, "
+             "plan.awaiting_approval or worktree.created");
+      }
+      if (hook.command.empty()) fail(table, prefix, "needs command, a shell command line");
+      if (!hook.tools.empty() && hook.event != "tool.before" && hook.event != "tool.after" &&
+          hook.event != "approval.needed") {
+        fail(table, prefix + ".tools",
+             "filters tool events only (tool.before, tool.after, approval.needed); " + hook.event +
+                 " is not about one tool");
+      }
+      hooks.push_back(std::move(hook));
+    }
+    return hooks;
   }
 
   void merges(const toml::value& table) {

@@ -321,6 +321,24 @@ struct ValidationSettings {
   std::vector<std::string> protected_paths;
 };
 
+// [[hooks]]: the user's own commands, run by looprd when something
+// happens (hooks/, issue 27). Only the user's loopr.toml may set them: a
+// repository's .loopr/loopr.toml is refused them, since a hook is a program
+// the user chose to run.
+struct HookSettings {
+  // tool.before, tool.after, approval.needed, iteration.end, loop.end,
+  // plan.awaiting_approval or worktree.created (hooks::kHookEvents).
+  std::string event;
+  // The tool events' filter: the hook runs for these tools only; empty: all.
+  std::vector<std::string> tools;
+  std::string command;          // sh -c; the event as JSON on its stdin
+  std::int64_t timeout_s = 30;  // then it is killed and reported; the call goes on
+  // Run by looprd as the user, outside any sandbox (e.g. to reach the
+  // desktop or the network). Otherwise it runs in the no-net lane's sandbox.
+  bool trusted = false;
+  Origin origin;  // where it was written, for reports
+};
+
 // [loop_health]: when a loop is noticed going round in circles.
 struct LoopHealthSettings {
   // The same call (tool, arguments, result) this many times in a loop.
@@ -420,6 +438,7 @@ struct Settings {
   NotifySettings notify;
   ContextSettings context;
   ValidationSettings validation;
+  std::vector<HookSettings> hooks;  // [[hooks]], in the order written
   // [[repositories]]: per-repository commands and worktree needs, in the
   // order written (config/repository_settings.hpp; repos/ resolves them).
   std::vector<RepositoryEntry> repositories;

@@ -8,6 +8,7 @@
 #include <asio/post.hpp>
 #include <filesystem>
 
+#include "daemon/hook_lane.hpp"
 #include "daemon/hosted_tools.hpp"
 #include "daemon/systemd_notify.hpp"
 
@@ -112,6 +113,7 @@ Daemon::Daemon(DaemonOptions options)
                               event.value("data", nlohmann::json::object()));
         });
   }
+  if (!options_.settings.hooks.empty()) start_hooks(lane_named(config::lanes::no_net));
   std::vector<RunnerLink*> lanes;
   for (auto& lane : lanes_)
     lanes.push_back(lane.get());
@@ -145,6 +147,35 @@ Daemon::Daemon(DaemonOptions options)
 }
 
 Daemon::~Daemon() = default;
+
+RunnerLink& Daemon::lane_named(std::string_view name) {
+  for (auto& lane : lanes_) {
+    if (lane->lane() == name) return *lane;
+  }
+  throw std::logic_error("no lane " + std::string(name));
+}
+
+void Daemon::start_hooks(RunnerLink& sandbox_lane) {
+  hooks_ = std::make_unique<hooks::HookRunner>(
+      io_, options_.settings.hooks, hooks_in_lane(sandbox_lane),
+      [this](const nlohmann::json& failure) {
+        spdlog::warn("hook {} on {} failed: {}", failure.value("hook", ""),
+                     failure.value("event", ""), failure.value("reason", ""));
+        events_.publish("hook.failed", failure);
+      });
+  router_->set_hooks(hooks_.get());
+  events_.subscribe(
+      {std::begin(hooks::HookRunner::kTopics), std::end(hooks::HookRunner::kTopics)},
+      [this](const std::string& line) {
+        const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+        if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) {
+          return;
+        }
+        hooks_->on_event(event["event"].get<std::string>(),
+                         event.value("data", nlohmann::json::object()));
+      });
+  spdlog::info("{} hook(s) from [[hooks]]", options_.settings.hooks.size());
+}
 
 std::vector<std::string> Daemon::runner_argv(const std::string& lane,
                                              const config::LaneSettings& lane_settings) const {

@@ -31,6 +31,7 @@
 #include "daemon/runner_link.hpp"
 #include "daemon/tool_router.hpp"
 #include "egress/egress_proxy.hpp"
+#include "hooks/hook_runner.hpp"
 #include "loops/loop_engine.hpp"
 #include "memory/notebook.hpp"
 #include "notify/webhook_notifier.hpp"
@@ -71,6 +72,9 @@ class Daemon {
                                        const config::LaneSettings& settings) const;
   asio::awaitable<void> shut_down();
   void watch_signals();
+  RunnerLink& lane_named(std::string_view name);
+  // Starts the [[hooks]]: sandboxed ones run on `sandbox_lane`.
+  void start_hooks(RunnerLink& sandbox_lane);
   void watch_reload();
   void publish_output(const proto::OutputChunk& chunk);
 
@@ -85,6 +89,8 @@ class Daemon {
   ApprovalGate approvals_;
   std::unique_ptr<egress::EgressProxy> egress_;  // serves the lanes with network
   std::vector<std::unique_ptr<RunnerLink>> lanes_;
+  // [[hooks]] set: the user's hooks; the router and the event bus call them.
+  std::unique_ptr<hooks::HookRunner> hooks_;
   std::unique_ptr<ToolRouter> router_;
   std::unique_ptr<memory::Notebook> notebook_;
   std::unique_ptr<ProviderRegistry> providers_;

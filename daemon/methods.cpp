@@ -95,7 +95,11 @@ const std::vector<std::string_view> kEventTopics = {"tool",
                                                     "plan.iterating",
                                                     "plan.completed",
                                                     "net",
-                                                    "net.connect"};
+                                                    "net.connect",
+                                                    "hook",
+                                                    "hook.failed",
+                                                    "worktree",
+                                                    "worktree.created"};
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <asio/detached.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "common/json_text.hpp"
 #include "common/path_beneath.hpp"
 #include "common/worktree_path.hpp"
 #include "daemon/job_traits.hpp"
@@ -230,6 +231,7 @@ json ToolCallOutcome::to_json() const {
               {"truncated", truncated}};
   out["exit_code"] = exit_code ? json(*exit_code) : json(nullptr);
   if (error) out["error"] = error->to_json();
+  if (!hook_notes.empty()) out["hook_notes"] = hook_notes;
   return out;
 }
 
@@ -524,6 +526,33 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (!hosted && lane == lanes_.end()) {
     co_return fail("error", make_error(errc::internal, "lane " + tool->lane + " is not running"));
   }
+  // The user's tool.before hooks (hooks/hook_events.hpp): exit 2 refuses the
+  // call with the hook's own words; what they print joins the result.
+  std::vector<std::string> before_notes;
+  json hook_call = nullptr;
+  if (hooks_ != nullptr && (hooks_->has("tool.before") || hooks_->has("tool.after"))) {
+    hook_call = hook_data(call_id, *tool, request, args, *worktree);
+  }
+  if (hooks_ != nullptr && hooks_->has("tool.before")) {
+    std::string event = "tool.before", name = tool->name, folder = *worktree;
+    json data = hook_call;
+    hooks::HookRunner::ToolVerdict said = co_await hooks_->on_tool(
+        std::move(event), std::move(name), std::move(data), std::move(folder));
+    before_notes = std::move(said.notes);
+    if (said.refusal) {
+      Error error = make_error("refused_by_hook", *said.refusal,
+                               "one of the user's hooks refused this call; do not make it again "
+                               "unchanged: do what the message asks, or do without it");
+      error.details = {{"hook", said.refused_by}};
+      ToolCallOutcome failed = refused("denied", std::move(error));
+      failed.call_id = call_id;
+      failed.tool = tool->name;
+      failed.lane = tool->lane;
+      failed.hook_notes = std::move(before_notes);
+      finish(failed, request, started, started_unix, failed.tool);
+      co_return failed;
+    }
+  }
   active_[call_id] = ActiveCall{tool->lane,
                                 request.client_id,
                                 request.loop_id,
@@ -576,6 +605,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (hosted) {
     ToolCallOutcome done =
         co_await run_hosted(*tool, request, call_id, std::move(args), *worktree, job_timeout);
+    co_await after_hooks(done, std::move(hook_call), std::move(before_notes));
     finish(done, request, started, started_unix, done.tool);
     co_return done;
   }
@@ -644,8 +674,36 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   done.retried = reply.retried;
   // A caller that went away never saw the result: its session learns nothing.
   if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
+  co_await after_hooks(done, std::move(hook_call), std::move(before_notes));
   finish(done, request, started, started_unix, done.tool);
   co_return done;
+}
+
+json ToolRouter::hook_data(const std::string& call_id, const config::ToolSpec& tool,
+                           const ToolCallRequest& request, const json& args,
+                           const std::string& worktree) const {
+  json data = {{"call_id", call_id},
+               {"tool", tool.name},
+               {"lane", tool.lane},
+               {"args", args},
+               {"worktree", worktree}};
+  if (!request.loop_id.empty()) data["loop_id"] = request.loop_id;
+  return data;
+}
+
+asio::awaitable<void> ToolRouter::after_hooks(ToolCallOutcome& done, json data,
+                                              std::vector<std::string> before_notes) {
+  done.hook_notes = std::move(before_notes);
+  if (hooks_ == nullptr || !hooks_->has("tool.after") || !data.is_object()) co_return;
+  const json result = done.to_json();
+  for (const char* key : {"status", "ok", "exit_code", "duration_ms", "output", "error"}) {
+    if (result.contains(key)) data[key] = result[key];
+  }
+  std::string event = "tool.after", name = done.tool, folder = text_member(data, "worktree");
+  hooks::HookRunner::ToolVerdict said = co_await hooks_->on_tool(
+      std::move(event), std::move(name), std::move(data), std::move(folder));
+  for (std::string& note : said.notes)
+    done.hook_notes.push_back(std::move(note));
 }
 
 asio::awaitable<ToolCallOutcome> ToolRouter::run_hosted(const config::ToolSpec& tool,

@@ -37,6 +37,7 @@
 #include "daemon/read_tracker.hpp"
 #include "daemon/runner_link.hpp"
 #include "egress/egress_proxy.hpp"
+#include "hooks/hook_runner.hpp"
 #include "llm/cancel_token.hpp"
 #include "store/store.hpp"
 
@@ -94,6 +95,9 @@ struct ToolCallOutcome {
   // (only calls that change nothing: config::changes_nothing). Told in the
   // tool.finished event, not the reply.
   bool retried = false;
+  // What the user's tool.before and tool.after hooks said (hooks/), in order;
+  // the model reads them with the result.
+  std::vector<std::string> hook_notes;
 
   nlohmann::json to_json() const;
 };
@@ -180,6 +184,9 @@ class ToolRouter {
   // Calls in lanes with network present a fresh token to this proxy, so the
   // connections they make are attributed to them (net.connect's call_id).
   void set_egress_proxy(egress::EgressProxy* proxy) { egress_ = proxy; }
+  // The user's [[hooks]]: tool.before runs before an approval wait and may
+  // refuse the call, tool.after runs once it ran; both may add notes.
+  void set_hooks(hooks::HookRunner* hooks) { hooks_ = hooks; }
 
   void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
     catalog_ = std::move(catalog);
@@ -203,6 +210,14 @@ class ToolRouter {
   void finish(ToolCallOutcome& outcome, const ToolCallRequest& request,
               std::chrono::steady_clock::time_point started, std::int64_t started_unix_ms,
               const std::string& metric_name);
+  // The call as a hook reads it (tool.before; tool.after adds the result).
+  nlohmann::json hook_data(const std::string& call_id, const config::ToolSpec& tool,
+                           const ToolCallRequest& request, const nlohmann::json& args,
+                           const std::string& worktree) const;
+  // Runs the tool.after hooks of a call that ran, adding their notes to
+  // `done` after `before_notes`.
+  asio::awaitable<void> after_hooks(ToolCallOutcome& done, nlohmann::json data,
+                                    std::vector<std::string> before_notes);
   void track_reads(const ToolCallOutcome& outcome, const ToolCallRequest& request,
                    const std::string& worktree);
 
@@ -211,6 +226,7 @@ class ToolRouter {
   std::shared_ptr<const CompiledCatalog> catalog_;
   Lanes lanes_;
   egress::EgressProxy* egress_ = nullptr;
+  hooks::HookRunner* hooks_ = nullptr;
   ApprovalGate& approvals_;
   EventBus& events_;
   Metrics& metrics_;

@@ -4,6 +4,8 @@
 //
 //   run_command / run_command_isolated  {command, timeout_ms?, cwd?} from the
 //       model; they differ only in their lane (isolated: no-net).
+//   hook  {command, input, event, timeout_ms}: a [[hooks]] command, sent by
+//       the daemon only; `input` is its stdin (a memory file).
 //   build / test / validate  {command} injected by the daemon from loopr.toml
 //       [commands]; the model's schema takes no arguments. They run at the
 //       worktree's top, with no timeout of their own: the job's timeout (the
@@ -53,6 +55,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -65,6 +68,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/unique_fd.hpp"
 #include "loopr-tool/arguments.hpp"
 #include "loopr-tool/command_output.hpp"
 #include "loopr-tool/job_facts.hpp"
@@ -275,6 +279,8 @@ struct ShellRequest {
   std::string command;
   std::int64_t timeout_ms = kDefaultTimeoutMs;
   std::string cwd = ".";
+  // The command's stdin (a hook's event); unset: /dev/null.
+  std::optional<std::string> input;
 };
 
 // Writes all of `bytes` to fd 2, for streaming; a failed write only ends the
@@ -317,6 +323,21 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
   if (const char* mb = std::getenv("LOOPR_ADDRESS_SPACE_MB")) {
     memory_limit = static_cast<rlim_t>(std::strtoull(mb, nullptr, 10)) << 20;
   }
+  // Its input in a memory file: the command reads it at its own pace, or not
+  // at all, and nothing here writes to a pipe nobody reads.
+  UniqueFd input;
+  if (request.input) {
+    input = UniqueFd(::memfd_create("loopr-input", MFD_CLOEXEC));
+    if (!input) return errno_error(errno, std::string(tool) + ": cannot hold the input", "");
+    for (std::size_t written = 0; written < request.input->size();) {
+      const ssize_t n =
+          ::write(input.get(), request.input->data() + written, request.input->size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return errno_error(errno, std::string(tool) + ": cannot write the input", "");
+      written += static_cast<std::size_t>(n);
+    }
+    ::lseek(input.get(), 0, SEEK_SET);
+  }
   catch_stop_signals();
   const auto started = Clock::now();
   const pid_t pid = ::fork();
@@ -324,7 +345,7 @@ Result<Json> run_shell(const Worktree& worktree, const ShellRequest& request, co
     return errno_error(errno, std::string(tool) + ": cannot start the command (fork)", "");
   if (pid == 0) {
     ::setpgid(0, 0);
-    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int devnull = input ? input.get() : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (::fchdir(cwd->get()) != 0 || devnull < 0 || ::dup2(devnull, 0) < 0 ||
         ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
       ::_exit(127);
@@ -515,7 +536,34 @@ Result<Json> run_configured_command(const Worktree& worktree, const Json& raw, c
   return run_shell(worktree, request, tool);
 }
 
+// hook's arguments, from the daemon only (a [[hooks]] entry of the user's;
+// no catalog tool has it, so no model or client can call it): the user's
+// command, with the event's JSON on its stdin and the event's name in
+// LOOPR_HOOK_EVENT, at the worktree's top.
+Result<Json> run_hook_command(const Worktree& worktree, const Json& raw) {
+  auto args = Arguments::parse(raw, "hook", {"command", "input", "event", "timeout_ms"});
+  if (!args) return std::move(args).error();
+  ShellRequest request;
+  auto command = args->required_string("command");
+  if (!command) return std::move(command).error();
+  request.command = std::move(*command);
+  auto input = args->string_or("input", "");
+  if (!input) return std::move(input).error();
+  request.input = std::move(*input);
+  auto event = args->string_or("event", "");
+  if (!event) return std::move(event).error();
+  ::setenv("LOOPR_HOOK_EVENT", event->c_str(), 1);
+  auto timeout_ms = args->integer_or("timeout_ms", kDefaultTimeoutMs, 1, kMaxTimeoutMs);
+  if (!timeout_ms) return std::move(timeout_ms).error();
+  request.timeout_ms = *timeout_ms;
+  return run_shell(worktree, request, "hook");
+}
+
 }  // namespace
+
+Result<Json> hook(const Worktree& worktree, const Json& args) {
+  return run_hook_command(worktree, args);
+}
 
 Result<Json> run_command(const Worktree& worktree, const Json& args) {
   return run_model_command(worktree, args, "run_command");

@@ -18,6 +18,7 @@ constexpr std::array kTools = {
     ToolEntry{"build", &build},
     ToolEntry{"test", &test},
     ToolEntry{"validate", &validate},
+    ToolEntry{"hook", &hook},
 };
 
 }  // namespace

@@ -26,5 +26,7 @@ Result<Json> run_command_isolated(const Worktree& worktree, const Json& args);
 Result<Json> build(const Worktree& worktree, const Json& args);
 Result<Json> test(const Worktree& worktree, const Json& args);
 Result<Json> validate(const Worktree& worktree, const Json& args);
+// A [[hooks]] command of the user's, sent by the daemon only (run_command.cpp).
+Result<Json> hook(const Worktree& worktree, const Json& args);
 
 }  // namespace loopr::tool

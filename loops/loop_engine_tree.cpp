@@ -20,6 +20,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
+#include <memory>
 
 #include "common/json_text.hpp"
 #include "loops/artifacts.hpp"
@@ -138,6 +139,7 @@ asio::awaitable<Result<WorktreeInfo>> LoopEngine::make_worktree(const LoopSpec& 
   }
   const std::string message = "loopr: merge " + merge_source + " into " + spec.parent_branch +
                               " (conflicts resolved by loop " + spec.id + ")";
+  auto added = std::make_shared<bool>(false);
   auto git_work = [=]() -> Result<WorktreeInfo> {
     // After a crash between making the worktree and storing that the loop
     // started, the worktree is there already: use it.
@@ -145,6 +147,7 @@ asio::awaitable<Result<WorktreeInfo>> LoopEngine::make_worktree(const LoopSpec& 
     if (!info) {
       info = add_worktree(repo, path, branch, base);
       if (!info) return info;
+      *added = true;
     }
     if (!merge_source.empty()) {
       auto in_progress = merge_in_progress(*info);
@@ -158,7 +161,16 @@ asio::awaitable<Result<WorktreeInfo>> LoopEngine::make_worktree(const LoopSpec& 
     }
     return info;
   };
-  co_return co_await offload(git_pool_, git_work);
+  Result<WorktreeInfo> made = co_await offload(git_pool_, git_work);
+  if (made && *added) {
+    services_.publish("worktree.created", {{"loop_id", spec.id},
+                                           {"type", spec.type},
+                                           {"repo", repo},
+                                           {"worktree", made->path},
+                                           {"branch", branch},
+                                           {"base_commit", made->base_commit}});
+  }
+  co_return made;
 }
 
 asio::awaitable<Result<json>> LoopEngine::start_now_or_queue(LoopSpec spec) {

@@ -1956,6 +1956,7 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
   }
   if (!persist("validation", validation)) co_return Phase::done;
   services.publish("loop.iteration", {{"loop_id", spec_.id},
+                                      {"worktree", spec_.worktree},
                                       {"iteration", progress_.iteration},
                                       {"phase", "validated"},
                                       {"validation", validation}});
@@ -2027,6 +2028,7 @@ LoopRun::Phase LoopRun::handed_off() {
   }
   if (!persist("handed_off", handoff)) return Phase::done;
   engine_.services().publish("loop.iteration", {{"loop_id", spec_.id},
+                                                {"worktree", spec_.worktree},
                                                 {"iteration", progress_.iteration},
                                                 {"phase", "handed_off"},
                                                 {"handoff", handoff}});

@@ -315,9 +315,8 @@ CappedView capped_head_and_tail(std::string whole, const std::string& call_id, s
   return view;
 }
 
-}  // namespace
-
-std::string full_view(config::ResultView view, const json& outcome) {
+// The view without the hooks' notes.
+std::string result_view(config::ResultView view, const json& outcome) {
   using config::ResultView;
   if (!outcome.value("ok", false)) {
     json error = outcome.contains("error") ? outcome["error"] : json::object();
@@ -334,6 +333,18 @@ std::string full_view(config::ResultView view, const json& outcome) {
   if (view == ResultView::paths && output.contains("matches")) return glob_view(output);
   if (view == ResultView::grep && output.contains("mode")) return grep_view(output);
   return dump(without_hidden(output));
+}
+
+}  // namespace
+
+std::string full_view(config::ResultView view, const json& outcome) {
+  std::string notes;
+  if (const auto it = outcome.find("hook_notes"); it != outcome.end() && it->is_array()) {
+    for (const json& note : *it) {
+      if (note.is_string()) notes += "[hook: " + note.get<std::string>() + "]\n";
+    }
+  }
+  return notes + result_view(view, outcome);
 }
 
 CappedView capped_view(config::ResultView view, const std::string& call_id, const json& outcome,

@@ -10,7 +10,8 @@
 //     where to continue;
 //   - list_directory, glob, grep: one path (or grep line) a line;
 //   - anything else: compact JSON without content_hash and *_base64 fields;
-//   - a failure: {"error": {code, message, hint}} as before.
+//   - a failure: {"error": {code, message, hint}} as before;
+//   - the user's hooks' notes (hook_notes), one "[hook: …]" line each, first.
 // The view is then held to `cap` bytes: read_file and listings keep whole
 // lines from the top and say how to continue (read_file's next offset is
 // the first line not shown); everything else keeps its head and tail around

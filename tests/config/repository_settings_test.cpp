@@ -66,6 +66,13 @@ TEST(RepositoryFile, UnsetKeysStayUnset) {
   EXPECT_TRUE(repo_file("").empty());
 }
 
+TEST(RepositoryFile, HooksAreNotAllowedThere) {
+  // A hook is a program the user chose to run: a repository cannot bring one.
+  EXPECT_THAT(
+      repo_file_error("[[hooks]]\nevent = \"tool.before\"\ncommand = \"touch x\"\n"),
+      AllOf(HasSubstr("hooks: "), HasSubstr("is not allowed in a repository's .loopr/loopr.toml")));
+}
+
 TEST(RepositoryFile, PolicyTablesAreNotAllowedThere) {
   for (const std::string table : {"sandbox", "lanes", "egress", "approval", "providers", "budgets",
                                   "daemon", "llm", "web_fetch", "repositories", "loops"}) {

@@ -778,3 +778,46 @@ TEST(SettingsProviders, MaxTokensFieldAndReasoningEffortMistakes) {
 
 }  // namespace
 }  // namespace loopr::config
+
+namespace loopr::config {
+namespace {
+
+TEST(HookSettings, HooksAreReadInOrderWithTheirDefaults) {
+  const Settings s = test::merged_settings(
+      "[[hooks]]\nevent = \"tool.before\"\ntools = [\"run_command\"]\ncommand = \"./guard.sh\"\n"
+      "[[hooks]]\nevent = \"loop.end\"\ncommand = \"notify-send done\"\ntrusted = true\n"
+      "timeout_s = 5\n");
+  ASSERT_EQ(s.hooks.size(), 2u);
+  EXPECT_EQ(s.hooks[0].event, "tool.before");
+  EXPECT_EQ(s.hooks[0].tools, std::vector<std::string>{"run_command"});
+  EXPECT_EQ(s.hooks[0].command, "./guard.sh");
+  EXPECT_EQ(s.hooks[0].timeout_s, 30);
+  EXPECT_FALSE(s.hooks[0].trusted);
+  EXPECT_EQ(s.hooks[0].origin.line, 1u);
+  EXPECT_EQ(s.hooks[1].event, "loop.end");
+  EXPECT_TRUE(s.hooks[1].trusted);
+  EXPECT_EQ(s.hooks[1].timeout_s, 5);
+}
+
+TEST(HookSettings, MistakesNameTheHookAndTheFix) {
+  using ::testing::HasSubstr;
+  EXPECT_THAT(test::settings_error("[[hooks]]\nevent = \"tool.start\"\ncommand = \"x\"\n"),
+              AllOf(HasSubstr("hooks[0].event"), HasSubstr("tool.before")));
+  EXPECT_THAT(test::settings_error("[[hooks]]\nevent = \"tool.before\"\n"),
+              HasSubstr("needs command"));
+  EXPECT_THAT(test::settings_error("[[hooks]]\ncommand = \"x\"\n"), HasSubstr("needs event"));
+  EXPECT_THAT(test::settings_error("[[hooks]]\nevent = \"loop.end\"\ncommand = \"x\"\n"
+                                   "tools = [\"run_command\"]\n"),
+              HasSubstr("filters tool events only"));
+  EXPECT_THAT(test::settings_error("[[hooks]]\nevent = \"loop.end\"\ncommand = \"x\"\n"
+                                   "timeout_s = 0\n"),
+              HasSubstr("hooks[0].timeout_s"));
+  EXPECT_THAT(test::settings_error("[[hooks]]\nevent = \"loop.end\"\ncommand = \"x\"\n"
+                                   "blocking = true\n"),
+              HasSubstr("unknown key"));
+  EXPECT_THAT(test::settings_error("[hooks]\nevent = \"loop.end\"\n"),
+              HasSubstr("array of tables"));
+}
+
+}  // namespace
+}  // namespace loopr::config
