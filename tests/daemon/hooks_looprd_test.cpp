@@ -145,6 +145,27 @@ TEST(HooksLooprd, ASandboxedHookCannotReadFilesOutsideItsWorktreeAndATrustedOneC
   EXPECT_EQ(trusted["error"]["message"], "the user's secret") << trusted.dump();
 }
 
+TEST(HooksLooprd, AnApprovalWaitingRunsItsHookWithTheCallToApprove) {
+  TempTree outside;
+  DaemonHarness daemon(
+      DaemonOptions{"[approval.tools]\nrun_command = \"ask\"\n" +
+                        hook_toml("approval.needed", "cat > " + outside.path("asked.json"),
+                                  "tools = [\"run_command\"]\ntrusted = true\n"),
+                    {},
+                    {}});
+  daemon.start();
+  json result;
+  std::jthread caller([&] { result = daemon.tool("run_command", {{"command", "echo approved"}}); });
+  ASSERT_TRUE(wait_for_file(outside.path("asked.json"), 20s));
+  const json asked = json::parse(outside.read("asked.json"));
+  EXPECT_EQ(asked["event"], "approval.needed");
+  EXPECT_EQ(asked["tool"], "run_command");
+  EXPECT_EQ(asked["args"]["command"], "echo approved");
+  daemon.call("approval.approve", {{"id", asked["id"]}});
+  caller.join();
+  EXPECT_EQ(result["status"], "success") << result.dump();
+}
+
 TEST(HooksLooprd, InALoopTheModelReadsTheRefusalAndTheLoopEventsRunTheirHooks) {
   TempTree outside;
   const std::string record = "cat > " + outside.root() + "/\"$LOOPR_HOOK_EVENT\".json";

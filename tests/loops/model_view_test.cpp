@@ -55,6 +55,20 @@ TEST(ToolResultView, ACommandIsExitCodeDurationAndItsMergedOutput) {
   EXPECT_THAT(view, Not(HasSubstr("\"stdout\"")));  // not JSON
 }
 
+// Issue 27: what the user's hooks said comes first, one line each, on a
+// result and on a failure alike.
+TEST(ToolResultView, TheHooksNotesComeFirst) {
+  json outcome = command_outcome("built\n", "", 0, {{"output", "built\n"}});
+  outcome["hook_notes"] = {"lint is clean", "formatted 1 file"};
+  EXPECT_THAT(full_view(view_of("run_command"), outcome),
+              StartsWith("[hook: lint is clean]\n[hook: formatted 1 file]\nexit code 0"));
+  const json failed = {{"ok", false},
+                       {"error", {{"code", "refused_by_hook"}, {"message", "no"}}},
+                       {"hook_notes", {"seen"}}};
+  EXPECT_THAT(full_view(view_of("run_command"), failed),
+              StartsWith("[hook: seen]\n{\"error\":{\"code\":\"refused_by_hook\""));
+}
+
 // Issue 25: the limit that stopped a command and each connection the egress
 // proxy refused reach the model, with the key that raises or allows them.
 TEST(ToolResultView, ALimitAndEgressRefusalsAreShownWithTheirKeys) {
