@@ -1,4 +1,4 @@
-// looprctl approvals, approve ID, deny ID [--reason TEXT].
+// looprctl approvals, approve ID [--always [--yes]], deny ID [--reason TEXT].
 #include <ostream>
 
 #include "client/approval_view.hpp"
@@ -32,6 +32,15 @@ int decide(const CommandContext& context, const std::string& method,
     context.out << verb << ' ' << printable(params.id) << '\n';
   }
   return to_int(ExitStatus::ok);
+}
+
+// "allow exactly [\"npm\", \"test\"]" of a rule's JSON.
+std::string rule_summary(const json& rule) {
+  std::string words;
+  for (const json& word : rule.value("command", json::array()))
+    words += (words.empty() ? "" : ", ") + word.dump();
+  return rule.value("decision", std::string("allow")) +
+         (rule.value("exact", false) ? " exactly [" : " [") + words + "]";
 }
 
 }  // namespace
@@ -73,6 +82,59 @@ int run_approvals(const CommandContext& context) {
 int run_approve(const CommandContext& context, const std::string& id) {
   return decide(context, "approval.approve", proto::ApprovalDecisionParams{id, std::nullopt},
                 "approved");
+}
+
+int run_approve_always(const CommandContext& context, const std::string& id, bool yes) {
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  auto offer = client->call("approval.always", proto::to_json(proto::ApprovalAlwaysParams{id}));
+  if (!offer) return context.fail(offer.error());
+  auto rules = objects_in(*offer, "rules", "approval.always");
+  if (!rules) return context.fail(rules.error());
+  const std::string repo = printable(offer->value("repo", std::string()));
+  if (!yes) {
+    if (context.json) {
+      context.print_json(*offer);  // the offer only: saving needs --yes
+      return to_int(ExitStatus::ok);
+    }
+    context.out << "looprctl approve --always would save " << rules->size()
+                << (rules->size() == 1 ? " rule" : " rules") << " for " << repo << ":\n";
+    for (const json& rule : *rules)
+      context.out << "  " << printable(rule_summary(rule)) << '\n';
+    context.out << "Each lets exactly that command run in this repository without asking; "
+                   "other arguments, wrappers (sudo, env, sh -c) and variables still ask.\n"
+                << "Save and approve " << printable(id) << "? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(context.in, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      context.out << "nothing saved; " << printable(id) << " still waits (looprctl approve "
+                  << printable(id) << " approves it once)\n";
+      return to_int(ExitStatus::call_failed);
+    }
+  }
+  auto saved =
+      client->call("approval.always", proto::to_json(proto::ApprovalAlwaysParams{id, true}));
+  if (!saved) return context.fail(saved.error());
+  if (context.json) {
+    context.print_json(*saved);
+    return to_int(ExitStatus::ok);
+  }
+  auto saved_rules = objects_in(*saved, "rules", "approval.always");
+  if (!saved_rules) return context.fail(saved_rules.error());
+  for (const json& rule : *saved_rules) {
+    context.out << "saved rule " << rule.value("saved_id", std::int64_t{0}) << ": "
+                << printable(rule_summary(rule)) << '\n';
+  }
+  if (saved->value("approved", false)) {
+    context.out << "approved " << printable(id) << '\n';
+  } else {
+    context.out << printable(id)
+                << " was not approved: " << printable(saved->value("not_approved", std::string()))
+                << '\n';
+  }
+  context.out
+      << "forget a rule with: looprctl policy forget ID (looprctl policy rules lists them)\n";
+  return to_int(ExitStatus::ok);
 }
 
 int run_deny(const CommandContext& context, const std::string& id,

@@ -128,6 +128,8 @@ struct ToolFlags {
   std::uint64_t timeout_ms = 0;
   McpOptions mcp;
   std::string approve_id;
+  bool approve_always = false;
+  bool approve_yes = false;
   std::string deny_id;
   std::string deny_reason;
   EventsOptions events;
@@ -185,8 +187,16 @@ void add_tool_commands(CLI::App& app, ToolFlags& f, ChosenCommand& command) {
   auto* approve_cmd = app.add_subcommand("approve", "let a waiting call run");
   approve_cmd->add_option("id", f.approve_id, "the approval's id (see: looprctl approvals)")
       ->required();
+  approve_cmd->add_flag("--always", f.approve_always,
+                        "also save the narrowest rules that let exactly this command run in "
+                        "this repository without asking again (shown first; run_command and "
+                        "run_command_isolated)");
+  approve_cmd->add_flag("--yes", f.approve_yes, "with --always: save without asking");
   approve_cmd->callback([&f, &command] {
-    command = [&f](const CommandContext& c) { return run_approve(c, f.approve_id); };
+    command = [&f](const CommandContext& c) {
+      return f.approve_always ? run_approve_always(c, f.approve_id, f.approve_yes)
+                              : run_approve(c, f.approve_id);
+    };
   });
   auto* deny_cmd = app.add_subcommand("deny", "refuse a waiting call");
   deny_cmd->add_option("id", f.deny_id, "the approval's id (see: looprctl approvals)")->required();
@@ -594,6 +604,8 @@ void add_repo_commands(CLI::App& app, RepoFlags& f, ChosenCommand& command) {
 // ---- approval rules: policy check ----
 struct PolicyFlags {
   PolicyCheckOptions check;
+  std::string rules_repo;
+  std::int64_t forget_id = 0;
 };
 
 void add_policy_commands(CLI::App& app, PolicyFlags& f, ChosenCommand& command) {
@@ -615,6 +627,20 @@ void add_policy_commands(CLI::App& app, PolicyFlags& f, ChosenCommand& command) 
                         "run_command_isolated");
   check_cmd->callback([&f, &command] {
     command = [&f](const CommandContext& c) { return run_policy_check(c, f.check); };
+  });
+  auto* rules_cmd = policy_cmd->add_subcommand(
+      "rules", "the rules saved by looprctl approve --always, with their ids");
+  rules_cmd->add_option("--repo", f.rules_repo, "only this repository's");
+  rules_cmd->callback([&f, &command] {
+    command = [&f](const CommandContext& c) { return run_policy_rules(c, f.rules_repo); };
+  });
+  auto* forget_cmd =
+      policy_cmd->add_subcommand("forget", "forget a rule saved by looprctl approve --always");
+  forget_cmd->add_option("id", f.forget_id, "the rule's id (see: looprctl policy rules)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  forget_cmd->callback([&f, &command] {
+    command = [&f](const CommandContext& c) { return run_policy_forget(c, f.forget_id); };
   });
 }
 

@@ -75,6 +75,9 @@ int run_tools(const CommandContext& context);
 // ---- approvals, approve, deny (approval_commands.cpp) ----
 int run_approvals(const CommandContext& context);
 int run_approve(const CommandContext& context, const std::string& id);
+// --always: shows the rules approval.always offers, asks (unless `yes`),
+// then saves them and approves.
+int run_approve_always(const CommandContext& context, const std::string& id, bool yes);
 int run_deny(const CommandContext& context, const std::string& id,
              const std::optional<std::string>& reason);
 

@@ -8,7 +8,9 @@
 #include "client/text_format.hpp"
 #include "config/catalog.hpp"
 #include "config/settings.hpp"
+#include "policy/always_rules.hpp"
 #include "policy/command_rules.hpp"
+#include "proto/control_messages.hpp"
 #include "proto/memory_messages.hpp"
 
 namespace loopr::client {
@@ -55,6 +57,15 @@ Result<RepositoryRules> repository_rules(const CommandContext& context, const st
   const json unhonoured = shown->value("unhonoured_keys", json::array());
   if (std::find(unhonoured.begin(), unhonoured.end(), "approval.rules") != unhonoured.end()) {
     out.refusal = shown->value("refusal", json());
+  }
+  // The rules approve --always saved for it judge before the file's.
+  auto saved = client->call("policy.rules", proto::to_json(proto::PolicyRulesParams{*folder}));
+  if (!saved) return std::move(saved).error();
+  for (const json& row : saved->value("rules", json::array())) {
+    auto rule =
+        policy::saved_rule_from_json(row.value("rule", json()), row.value("id", std::int64_t{0}));
+    if (!rule) return std::move(rule).error();
+    out.rules.push_back(std::move(*rule));
   }
   for (const json& item : shown->value("rules", json::array())) {
     auto rule = rule_from_json(item);
@@ -177,6 +188,52 @@ int run_policy_check(const CommandContext& context, const PolicyCheckOptions& op
   if (rules.empty()) out << "(no [[approval.rules]] are configured)\n";
   if (!repo_note.empty()) context.err << "looprctl: note: " << repo_note << '\n';
   return exit_for(effective);
+}
+
+int run_policy_rules(const CommandContext& context, const std::string& repo) {
+  proto::PolicyRulesParams params;
+  if (!repo.empty()) {
+    auto folder = absolute_folder(repo, "the repository", "--repo");
+    if (!folder) return context.fail(folder.error());
+    params.repo = *folder;
+  }
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  auto result = client->call("policy.rules", proto::to_json(params));
+  if (!result) return context.fail(result.error());
+  auto rows = objects_in(*result, "rules", "policy.rules");
+  if (!rows) return context.fail(rows.error());
+  if (context.json) {
+    context.print_json(*result);
+    return to_int(ExitStatus::ok);
+  }
+  if (rows->empty()) {
+    context.out << "no rules are saved (looprctl approve ID --always saves them)\n";
+    return to_int(ExitStatus::ok);
+  }
+  TextTable table({"ID", "REPOSITORY", "RULE"});
+  for (const json& row : *rows) {
+    auto rule =
+        policy::saved_rule_from_json(row.value("rule", json()), row.value("id", std::int64_t{0}));
+    table.add_row({std::to_string(row.value("id", std::int64_t{0})), cell(row, "repo"),
+                   rule ? printable(rule->describe()) : printable(rule.error().message)});
+  }
+  table.print(context.out);
+  context.out << "forget one with: looprctl policy forget ID\n";
+  return to_int(ExitStatus::ok);
+}
+
+int run_policy_forget(const CommandContext& context, std::int64_t id) {
+  auto client = context.open();
+  if (!client) return context.fail(client.error());
+  auto result = client->call("policy.forget", proto::to_json(proto::PolicyForgetParams{id}));
+  if (!result) return context.fail(result.error());
+  if (context.json) {
+    context.print_json(*result);
+  } else {
+    context.out << "forgot rule " << id << '\n';
+  }
+  return to_int(ExitStatus::ok);
 }
 
 }  // namespace loopr::client

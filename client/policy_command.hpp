@@ -3,7 +3,8 @@
 // line, evaluated here by loading the settings looprd would (loopr.toml,
 // catalog.toml) — looprd need not run. With --repo, the repository's own
 // rules come from looprd (repo.show: only a trusted file's rules apply, and
-// looprd keeps the trust); without an answer they are left out, and it says so.
+// looprd keeps the trust), with the rules `approve --always` saved for it
+// (policy.rules); without an answer they are left out, and it says so.
 //
 // Prints the decision, the rule that made it (file:line) and each simple
 // command with the rule that matched it (--json: the verdict as JSON).
@@ -11,6 +12,7 @@
 // approval policy applies and gives the status the same way (auto 0).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,5 +31,9 @@ struct PolicyCheckOptions {
 };
 
 int run_policy_check(const CommandContext& context, const PolicyCheckOptions& options);
+// looprctl policy rules [--repo DIR]: the rules approve --always saved.
+int run_policy_rules(const CommandContext& context, const std::string& repo);
+// looprctl policy forget ID.
+int run_policy_forget(const CommandContext& context, std::int64_t id);
 
 }  // namespace loopr::client

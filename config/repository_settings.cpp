@@ -194,7 +194,7 @@ std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const 
     const std::string prefix = key + "[" + std::to_string(i) + "]";
     require_table(table, prefix);
     refuse_unknown_keys(table, prefix,
-                        {"command", "args_match", "args_not_match", "decision", "reason"});
+                        {"command", "args_match", "args_not_match", "decision", "reason", "exact"});
     policy::CommandRule rule;
     rule.from_repository = repository_file;
     rule.file = table.location().file_name();
@@ -233,7 +233,14 @@ std::vector<policy::CommandRule> read_command_rules(const toml::value& v, const 
         has_decision = true;
       } else if (field.key == "reason") {
         rule.reason = read_string(value, field_key);
+      } else if (field.key == "exact") {
+        rule.exact = read_bool(value, field_key);
       }
+    }
+    if (rule.exact && (rule.args_match || rule.args_not_match)) {
+      fail(table, prefix,
+           "exact = true matches the command's words exactly; it takes no args_match or "
+           "args_not_match");
     }
     if (rule.command.empty()) {
       fail(table, prefix, "needs command, the command's first words, e.g. [\"git\", \"push\"]");

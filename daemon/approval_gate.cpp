@@ -112,6 +112,12 @@ void ApprovalGate::close(const std::string& reason) {
   deny_all(reason);
 }
 
+std::optional<ApprovalRequest> ApprovalGate::find(const std::string& id) const {
+  const auto it = pending_.find(id);
+  if (it == pending_.end() || it->second->decision) return std::nullopt;
+  return it->second->request;
+}
+
 nlohmann::json ApprovalGate::pending_json() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [id, pending] : pending_) {

@@ -35,6 +35,11 @@ struct ApprovalRequest {
   // Why the approval rules could not read the command with confidence (they
   // then ask); empty otherwise.
   std::string uncertain;
+  // A command tool's command, whole (args holds it cut for display), and
+  // the repository it runs in: what `looprctl approve --always` writes its
+  // rules for. Unset for other tools. Never shown.
+  std::optional<std::string> command;
+  std::string repo;
 };
 
 struct ApprovalDecision {
@@ -71,6 +76,8 @@ class ApprovalGate {
 
   // [{id, call_id, tool, lane, tier, args, worktree, requested_at_ms, expires_at_ms}]
   nlohmann::json pending_json() const;
+  // The request waiting as `id` (nullopt: none is).
+  std::optional<ApprovalRequest> find(const std::string& id) const;
   std::size_t pending_count() const { return pending_.size(); }
 
  private:

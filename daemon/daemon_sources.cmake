@@ -16,6 +16,7 @@ add_library(loopr_daemon STATIC
   path_locks.cpp
   provider_registry.cpp
   read_tracker.cpp
+  policy_methods.cpp
   repo_methods.cpp
   runner_link.cpp
   socket_activation.cpp

@@ -108,6 +108,7 @@ MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(se
   add_loop_methods();
   add_memory_methods();
   add_repo_methods();
+  add_policy_methods();
   // Start-up, not a request: a descriptor without its handler is a bug that
   // stops looprd before it listens.
   for (const proto::MethodInfo& method : proto::kControlMethodInfos) {

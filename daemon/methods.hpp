@@ -87,6 +87,7 @@ class MethodRegistry {
   void add_loop_methods();    // loop_methods.cpp
   void add_memory_methods();  // memory_methods.cpp
   void add_repo_methods();    // repo_methods.cpp
+  void add_policy_methods();  // policy_methods.cpp
 
   asio::awaitable<Result<proto::InitializeResult>> initialize(ClientSession&,
                                                               proto::InitializeParams);
@@ -102,6 +103,10 @@ class MethodRegistry {
   Result<proto::Document> repo_trust(const proto::RepoParams& params);
   Result<proto::Document> repo_untrust(const proto::RepoParams& params);
   Result<proto::Document> repo_show(const proto::RepoParams& params);
+  // approval.always, policy.* (policy_methods.cpp)
+  Result<proto::Document> approval_always(const proto::ApprovalAlwaysParams& params);
+  Result<proto::Document> policy_rules(const proto::PolicyRulesParams& params);
+  Result<proto::Document> policy_forget(const proto::PolicyForgetParams& params);
 
   DaemonServices services_;
   std::map<std::string, Entry, std::less<>> methods_;

@@ -18,6 +18,7 @@
 #include "daemon/job_traits.hpp"
 #include "daemon/web_search_args.hpp"
 #include "memory/repository.hpp"
+#include "policy/always_rules.hpp"
 #include "policy/command_rules.hpp"
 #include "proto/json_bounded.hpp"
 #include "repos/repo_file.hpp"
@@ -501,17 +502,15 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   // Only where a rule may exist: the user's, or the repository's file
   // (read, trust-checked and hashed only then, not on every command call).
   policy::RuleVerdict verdict;
-  if (tool->command == config::ToolCommand::from_arguments && args.contains("command") &&
-      args["command"].is_string() &&
-      (!settings_.approval.rules.empty() || repos::repo_file_present(repository()))) {
-    auto effective = repository_settings();
-    if (!effective) co_return fail("error", effective.error());
-    if (auto refused = effective->refusal_for("approval.rules")) {
-      co_return fail("denied", std::move(*refused));
+  const bool runs_a_written_command = tool->command == config::ToolCommand::from_arguments &&
+                                      args.contains("command") && args["command"].is_string();
+  if (runs_a_written_command) {
+    auto rules = command_rules(repository());
+    if (!rules) {
+      co_return fail(rules.error().code == repos::kRefusedCode ? "denied" : "error",
+                     std::move(rules).error());
     }
-    std::vector<policy::CommandRule> rules = settings_.approval.rules;
-    rules.insert(rules.end(), effective->rules.begin(), effective->rules.end());
-    verdict = policy::evaluate(args["command"].get<std::string>(), rules);
+    verdict = policy::evaluate(args["command"].get<std::string>(), *rules);
     if (verdict.decision == policy::Decision::deny) {
       Error error = make_error(errc::sandbox_denied, verdict.explanation(),
                                "do not run this command; do without it, or ask the user");
@@ -571,7 +570,10 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
         *worktree,
         request.loop_id,
         decided_by,
-        verdict.decision == policy::Decision::ask ? verdict.uncertain : std::string()};
+        verdict.decision == policy::Decision::ask ? verdict.uncertain : std::string(),
+        runs_a_written_command ? std::optional<std::string>(args["command"].get<std::string>())
+                               : std::nullopt,
+        runs_a_written_command ? repository() : std::string()};
     ApprovalDecision decision = co_await approvals_.request(
         std::move(approval), std::chrono::seconds(settings_.approval.timeout_s));
     if (decision.withdrawn) {
@@ -677,6 +679,29 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   co_await after_hooks(done, std::move(hook_call), std::move(before_notes));
   finish(done, request, started, started_unix, done.tool);
   co_return done;
+}
+
+Result<std::vector<policy::CommandRule>> ToolRouter::command_rules(
+    const std::string& repository) const {
+  std::vector<policy::CommandRule> rules = settings_.approval.rules;
+  auto saved = store_.saved_approval_rules(repository);
+  if (!saved) return std::move(saved).error();
+  for (const store::SavedApprovalRule& row : *saved) {
+    auto rule = policy::saved_rule_from_json(row.rule, row.id);
+    if (!rule) {
+      // A row edited by hand: the rest still judge, and the log says which.
+      spdlog::warn("{} ({})", rule.error().message, rule.error().hint);
+      continue;
+    }
+    rules.push_back(std::move(*rule));
+  }
+  if (repos::repo_file_present(repository)) {
+    auto effective = repos::resolve(settings_, store_, repository);
+    if (!effective) return std::move(effective).error();
+    if (auto refused = effective->refusal_for("approval.rules")) return std::move(*refused);
+    rules.insert(rules.end(), effective->rules.begin(), effective->rules.end());
+  }
+  return rules;
 }
 
 json ToolRouter::hook_data(const std::string& call_id, const config::ToolSpec& tool,

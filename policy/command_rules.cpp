@@ -51,6 +51,11 @@ Match arguments_agree(const CommandRule& rule, const std::vector<std::string>& w
 }
 
 Match rule_matches(const CommandRule& rule, const SimpleCommand& command) {
+  if (rule.exact) {
+    return command.words == rule.command && command.wrappers.empty() && !command.sets_variables
+               ? Match::yes
+               : Match::no;
+  }
   const bool tightens = rule.decision != Decision::allow;
   std::vector<const std::vector<std::string>*> forms = {&command.words};
   if (tightens) forms.push_back(&command.written);
@@ -93,6 +98,7 @@ std::string_view to_string(Decision decision) {
 }
 
 std::string CommandRule::where() const {
+  if (saved_id != 0) return "saved rule " + std::to_string(saved_id);
   return file + ":" + std::to_string(line);
 }
 
@@ -100,6 +106,7 @@ std::string CommandRule::describe() const {
   std::string out = std::string(to_string(decision)) + " " + quoted_words(command);
   if (args_match) out += " args_match " + json(args_match->source()).dump();
   if (args_not_match) out += " args_not_match " + json(args_not_match->source()).dump();
+  if (exact) out += " exactly";
   return out;
 }
 
@@ -107,11 +114,15 @@ json CommandRule::to_json() const {
   json out = {{"decision", to_string(decision)},
               {"command", command},
               {"reason", reason},
-              {"source", from_repository ? "repository" : "user"},
+              {"source", from_repository ? "repository"
+                         : saved_id != 0 ? "saved"
+                                         : "user"},
               {"file", file},
               {"line", line}};
   if (args_match) out["args_match"] = args_match->source();
   if (args_not_match) out["args_not_match"] = args_not_match->source();
+  if (exact) out["exact"] = true;
+  if (saved_id != 0) out["saved_id"] = saved_id;
   return out;
 }
 

@@ -44,15 +44,22 @@ struct CommandRule {
   std::optional<Regex> args_not_match;
   Decision decision = Decision::ask;  // allow, ask or deny
   std::string reason;                 // told to the model on deny, to the person on ask
-  bool from_repository = false;       // a repository's .loopr/loopr.toml (never allow)
-  std::string file;                   // where it was written
+  // Matches only a command whose words are `command`, all of them and no
+  // more, run under no wrapper and setting no variable (no base-name match,
+  // no regexes): the rules `looprctl approve --always` saves.
+  bool exact = false;
+  bool from_repository = false;  // a repository's .loopr/loopr.toml (never allow)
+  // A rule saved by `looprctl approve --always` (its id in the store); 0: written in a file.
+  std::int64_t saved_id = 0;
+  std::string file;  // where it was written
   std::uint32_t line = 0;
 
   // "FILE:LINE"
   std::string where() const;
   // deny ["git", "push"] args_match "--force"
   std::string describe() const;
-  // {decision, command, args_match?, args_not_match?, reason, source, file, line}
+  // {decision, command, args_match?, args_not_match?, exact?, reason, source
+  // (user|repository|saved), file, line, saved_id?}
   nlohmann::json to_json() const;
 };
 

@@ -550,6 +550,8 @@ class Parser {
     if (i >= ws.size()) return;
     SimpleCommand command;
     command.wrappers = wrappers_;
+    command.sets_variables = std::any_of(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(i),
+                                         [](const Word& word) { return is_assignment(word.raw); });
     for (std::size_t j = i; j < ws.size(); ++j)
       command.written.push_back(ws[j].value);
     unwrap(ws, i, std::move(command));

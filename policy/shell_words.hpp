@@ -64,6 +64,8 @@ struct SimpleCommand {
   // "bash" for bash -c "...").
   std::vector<std::string> wrappers;
   std::string uncertain;  // why this command cannot be judged; empty when it can
+  // It sets variables for the command (VAR=x cmd), which `written` leaves out.
+  bool sets_variables = false;
 
   // written, joined with spaces (for messages).
   std::string text() const;

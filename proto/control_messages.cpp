@@ -211,6 +211,20 @@ json to_json(const ToolCallParams& params) {
   return out;
 }
 
+json to_json(const ApprovalAlwaysParams& params) {
+  return {{"id", params.id}, {"save", params.save}};
+}
+
+json to_json(const PolicyRulesParams& params) {
+  json out = json::object();
+  if (params.repo) out["repo"] = *params.repo;
+  return out;
+}
+
+json to_json(const PolicyForgetParams& params) {
+  return {{"id", params.id}};
+}
+
 json to_json(const ApprovalDecisionParams& params) {
   json out = {{"id", params.id}};
   if (params.reason) out["reason"] = *params.reason;
@@ -258,6 +272,28 @@ Result<ApprovalDecisionParams> parse_approval_decision_params(const json& params
   ApprovalDecisionParams out;
   out.id = f.identifier("id", 256);
   out.reason = f.optional_text("reason");
+  return finish(f, std::move(out));
+}
+
+Result<ApprovalAlwaysParams> parse_approval_always_params(const json& params) {
+  FieldReader f = params_reader(params, "approval.always");
+  ApprovalAlwaysParams out;
+  out.id = f.identifier("id", 256);
+  out.save = f.has("save") && f.boolean("save");
+  return finish(f, std::move(out));
+}
+
+Result<PolicyRulesParams> parse_policy_rules_params(const json& params) {
+  FieldReader f = params_reader(params, "policy.rules");
+  PolicyRulesParams out;
+  out.repo = f.optional_text("repo", 4096);
+  return finish(f, std::move(out));
+}
+
+Result<PolicyForgetParams> parse_policy_forget_params(const json& params) {
+  FieldReader f = params_reader(params, "policy.forget");
+  PolicyForgetParams out;
+  out.id = f.signed_integer("id", 1, static_cast<std::int64_t>(detail::kMaxSafeInteger));
   return finish(f, std::move(out));
 }
 

@@ -156,6 +156,26 @@ struct ApprovalDecisionParams {
   bool operator==(const ApprovalDecisionParams&) const = default;
 };
 
+// approval.always: the rules `looprctl approve ID --always` offers for the
+// waiting call `id` (policy/always_rules.hpp); with save, they are saved for
+// its repository and the call is approved.
+struct ApprovalAlwaysParams {
+  std::string id;
+  bool save = false;
+  bool operator==(const ApprovalAlwaysParams&) const = default;
+};
+
+// policy.rules: the saved rules ({repo} set: of that repository only);
+// policy.forget: {id} of one.
+struct PolicyRulesParams {
+  std::optional<std::string> repo;
+  bool operator==(const PolicyRulesParams&) const = default;
+};
+struct PolicyForgetParams {
+  std::int64_t id = 0;
+  bool operator==(const PolicyForgetParams&) const = default;
+};
+
 // tool.cancel: {call_id} → {cancelled}.
 struct ToolCancelParams {
   std::string call_id;
@@ -189,6 +209,9 @@ nlohmann::json to_json(const InitializeParams& params);
 nlohmann::json to_json(const InitializeResult& result);
 nlohmann::json to_json(const ToolCallParams& params);
 nlohmann::json to_json(const ApprovalDecisionParams& params);
+nlohmann::json to_json(const ApprovalAlwaysParams& params);
+nlohmann::json to_json(const PolicyRulesParams& params);
+nlohmann::json to_json(const PolicyForgetParams& params);
 nlohmann::json to_json(const SubscribeParams& params);
 nlohmann::json to_json(const PingResult& result);
 nlohmann::json to_json(const ShutdownResult& result);
@@ -200,6 +223,9 @@ Result<InitializeParams> parse_initialize_params(const nlohmann::json& params);
 Result<InitializeResult> parse_initialize_result(const nlohmann::json& result);
 Result<ToolCallParams> parse_tool_call_params(const nlohmann::json& params);
 Result<ApprovalDecisionParams> parse_approval_decision_params(const nlohmann::json& params);
+Result<ApprovalAlwaysParams> parse_approval_always_params(const nlohmann::json& params);
+Result<PolicyRulesParams> parse_policy_rules_params(const nlohmann::json& params);
+Result<PolicyForgetParams> parse_policy_forget_params(const nlohmann::json& params);
 Result<SubscribeParams> parse_subscribe_params(const nlohmann::json& params);
 Result<ToolCancelParams> parse_tool_cancel_params(const nlohmann::json& params);
 

@@ -101,6 +101,12 @@ using ApprovalApprove = Method<"approval.approve", kAfterInitialize, ApprovalDec
                                ApprovalDecisionResult, &parse_approval_decision_params>;
 using ApprovalDeny = Method<"approval.deny", kAfterInitialize, ApprovalDecisionParams,
                             ApprovalDecisionResult, &parse_approval_decision_params>;
+using ApprovalAlways = Method<"approval.always", kAfterInitialize, ApprovalAlwaysParams, Document,
+                              &parse_approval_always_params>;
+using PolicyRules = Method<"policy.rules", kAfterInitialize, PolicyRulesParams, Document,
+                           &parse_policy_rules_params>;
+using PolicyForget = Method<"policy.forget", kAfterInitialize, PolicyForgetParams, Document,
+                            &parse_policy_forget_params>;
 using EventsSubscribe = Method<"events.subscribe", kAfterInitialize, SubscribeParams,
                                SubscribeParams, &parse_subscribe_params>;
 using MetricsGet = Method<"metrics.get", kAfterInitialize, NoParams, Document, &parse_no_params>;
@@ -169,7 +175,8 @@ using ControlMethods =
                methods::LoopCreatePlan, methods::LoopGc, methods::LoopRerun, methods::PlanGet,
                methods::PlanApprove, methods::PlanReject, methods::PlanIterate, methods::PlanMerge,
                methods::MemoryList, methods::MemorySearch, methods::MemoryGet,
-               methods::MemoryDelete, methods::RepoTrust, methods::RepoUntrust, methods::RepoShow>;
+               methods::MemoryDelete, methods::RepoTrust, methods::RepoUntrust, methods::RepoShow,
+               methods::ApprovalAlways, methods::PolicyRules, methods::PolicyForget>;
 
 // The name and flags of every method in ControlMethods, in its order.
 inline constexpr auto kControlMethodInfos = []<class... M>(std::type_identity<std::tuple<M...>>) {

@@ -125,6 +125,15 @@ CREATE TABLE repo_trust (
   trusted_at_ms INTEGER NOT NULL
 ) STRICT;
 )sql"},
+    {5, "create approval_rules", R"sql(
+CREATE TABLE approval_rules (
+  id          INTEGER PRIMARY KEY,
+  repo        TEXT    NOT NULL,
+  rule        TEXT    NOT NULL,
+  saved_at_ms INTEGER NOT NULL
+) STRICT;
+CREATE INDEX approval_rules_by_repo ON approval_rules (repo);
+)sql"},
 };
 
 // ---- Start-up: directory, file, inspection, migration -----------------------

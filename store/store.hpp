@@ -1,7 +1,9 @@
 // looprd's Store (DESIGN.md §1, §6 step 6): the daemon's durable record, an
 // SQLite database <state_dir>/loopr.db in WAL mode: every tool call, every
 // loop and each loop's journal, the memory notes loops keep (memory_notes.cpp)
-// and the repositories the user trusts (schema version 4; repo_trust.cpp).
+// the repositories the user trusts (schema version 4; repo_trust.cpp) and the
+// approval rules saved by `looprctl approve --always` (schema version 5;
+// approval_rules.cpp).
 //
 // Schema versions live in PRAGMA user_version and grow by appending a step to
 // store_migrations() (store.cpp). A step is never edited once released: a
@@ -10,7 +12,8 @@
 // step leaves the database at the previous version, unchanged. A database
 // from a newer loopr is refused and left untouched. The Store never deletes
 // data, except a memory note its owner deletes (delete_note: gone from the
-// table and from the search index in the same transaction).
+// table and from the search index in the same transaction) and a saved
+// approval rule the user forgets (delete_approval_rule).
 //
 // Threads: a Store belongs to one thread (looprd's io thread). The connection
 // is opened without SQLite's own mutex; calls from two threads are a bug.
@@ -175,6 +178,16 @@ struct RepoTrust {
   bool operator==(const RepoTrust&) const = default;
 };
 
+// An approval rule saved by `looprctl approve ID --always` (issue 27),
+// scoped to one repository (its realpath): the rule's JSON
+// (policy/always_rules.hpp reads it back).
+struct SavedApprovalRule {
+  std::int64_t id = 0;
+  std::string repo;
+  nlohmann::json rule;
+  std::int64_t saved_at_ms = 0;
+};
+
 // How a search marks the matched words in snippets, and how long a snippet is.
 struct SnippetStyle {
   std::string open = "**";
@@ -301,6 +314,14 @@ class Store {
   Result<std::optional<RepoTrust>> find_repo_trust(const std::string& repo) const;
   // Every trusted repository, by path.
   Result<std::vector<RepoTrust>> all_repo_trust() const;
+
+  // ---- saved approval rules (approval_rules.cpp) ----
+  // Saves `rule` for `repo`; its id.
+  Result<std::int64_t> save_approval_rule(const std::string& repo, const nlohmann::json& rule);
+  // The rules of `repo` (every repository's when empty), oldest first.
+  Result<std::vector<SavedApprovalRule>> saved_approval_rules(const std::string& repo) const;
+  // Forgets rule `id`; false when there is none.
+  Result<bool> delete_approval_rule(std::int64_t id);
 
  private:
   struct State;

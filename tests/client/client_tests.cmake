@@ -41,6 +41,13 @@ if(TARGET loopr_daemon_harness)
   add_dependencies(repo_settings_looprd_test looprd looprctl loopr-runner loopr-tool)
 endif()
 
+# approve --always (issue 27): the saved rule against the real looprd and looprctl.
+if(TARGET loopr_daemon_harness)
+  loopr_add_test(approve_always_looprd_test approve_always_looprd_test.cpp looprctl_run.cpp)
+  target_link_libraries(approve_always_looprd_test PRIVATE loopr_daemon_harness GTest::gmock)
+  add_dependencies(approve_always_looprd_test looprd looprctl loopr-runner loopr-tool)
+endif()
+
 # Headless runs (issue 27): looprctl --json loop run's JSON lines and its
 # exit status per outcome, against the real looprd.
 if(TARGET loopr_daemon_harness)

@@ -251,6 +251,22 @@ TEST(ApprovalRules, AreReadInOrderWithTheirPlace) {
   EXPECT_EQ(deny.where(), "loopr.toml:8");
 }
 
+TEST(ApprovalRules, AnExactRuleMatchesItsWordsOnly) {
+  const Settings s = merged_settings(
+      "[[approval.rules]]\ncommand = [\"npm\", \"test\"]\nexact = true\ndecision = \"allow\"\n");
+  ASSERT_EQ(s.approval.rules.size(), 1u);
+  EXPECT_TRUE(s.approval.rules[0].exact);
+  EXPECT_EQ(policy::evaluate("npm test", s.approval.rules).decision, policy::Decision::allow);
+  EXPECT_EQ(policy::evaluate("npm test --watch", s.approval.rules).decision,
+            policy::Decision::none);
+  EXPECT_THAT(config_error([&] {
+                merged_settings(
+                    "[[approval.rules]]\ncommand = [\"ls\"]\nexact = true\n"
+                    "args_match = \"x\"\ndecision = \"allow\"\n");
+              }),
+              HasSubstr("takes no args_match"));
+}
+
 TEST(ApprovalRules, MistakesNameFileLineAndKey) {
   struct RepoMistake {
     std::string text;

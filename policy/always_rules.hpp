@@ -1,0 +1,35 @@
+// The rules `looprctl approve ID --always` offers and saves (issue 27): the
+// narrowest that let exactly the approved command line run without asking
+// again, and never more. One `exact` allow rule per simple command of the
+// line (policy/command_rules.hpp): its words, all of them — so `npm test`
+// approved always does not allow `npm test --watch`, `npm install`, `sudo
+// npm test` or `FOO=1 npm test`, and `npm test && curl x` approved allows
+// `curl x` exactly, not curl.
+//
+// Offered for none (an error saying to approve once, or to write a rule in
+// loopr.toml) when the line cannot be read with confidence, or a command in
+// it runs under a wrapper (sudo, env, timeout, sh -c …) or sets variables:
+// no exact rule could say what was approved.
+//
+// Saved rules live in looprd's store, scoped to one repository
+// (store/store.hpp, approval_rules); saved_rule_from_json() reads one back.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "common/error.hpp"
+#include "policy/command_rules.hpp"
+
+namespace loopr::policy {
+
+// The rules for `line`, deduplicated, in the order their commands appear.
+Result<std::vector<CommandRule>> always_rules(std::string_view line);
+
+// A saved rule from its stored JSON ({command, exact, decision, reason}),
+// with its store id. Malformed: an error naming the id.
+Result<CommandRule> saved_rule_from_json(const nlohmann::json& stored, std::int64_t id);
+
+}  // namespace loopr::policy
