@@ -5,6 +5,8 @@ find_package(nlohmann_json 3.11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# Desktop notifications on the D-Bus session bus (notify/session_bus.cpp).
+pkg_check_modules(DBUS REQUIRED IMPORTED_TARGET dbus-1)
 
 # toml11 3.7 is header-only; Debian ships its CMake config.
 find_package(toml11 3.7 REQUIRED)

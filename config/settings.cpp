@@ -868,6 +868,7 @@ class SettingsReader {
     read_table(table, "notify",
                {{"webhook_url", url(n.webhook_url)},
                 {"webhook_body", text(n.webhook_body)},
+                {"desktop", flag(n.desktop)},
                 {"max_per_minute", integer_in(n.max_per_minute, 1, 600, "notifications")}});
   }
 

@@ -399,7 +399,10 @@ struct OracleSettings {
 struct NotifySettings {
   std::string webhook_url;   // http(s); empty: no webhook
   std::string webhook_body;  // a template (notify/notification.hpp); empty: the event as JSON
-  std::int64_t max_per_minute = 20;  // more in any minute are dropped, and logged
+  // Freedesktop notifications on the user's session bus (D-Bus), where one
+  // exists (notify/desktop_notifier.hpp).
+  bool desktop = false;
+  std::int64_t max_per_minute = 20;  // more in any minute are dropped, and logged (each channel)
   bool configured() const { return !webhook_url.empty(); }
 };
 

@@ -104,14 +104,17 @@ Daemon::Daemon(DaemonOptions options)
       options_.paths.state_dir});
   if (options_.settings.notify.configured()) {
     notifier_ = std::make_unique<notify::WebhookNotifier>(io_, options_.settings.notify);
-    events_.subscribe(
-        {std::begin(notify::WebhookNotifier::kTopics), std::end(notify::WebhookNotifier::kTopics)},
-        [this](const std::string& line) {
-          const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
-          if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) return;
-          notifier_->on_event(event["event"].get<std::string>(),
-                              event.value("data", nlohmann::json::object()));
-        });
+    listen(notify::WebhookNotifier::kTopics,
+           [this](const std::string& event, const nlohmann::json& data) {
+             notifier_->on_event(event, data);
+           });
+  }
+  if (options_.settings.notify.desktop) {
+    desktop_ = std::make_unique<notify::DesktopNotifier>(io_, options_.settings.notify);
+    listen(notify::DesktopNotifier::kTopics,
+           [this](const std::string& event, const nlohmann::json& data) {
+             desktop_->on_event(event, data);
+           });
   }
   if (!options_.settings.hooks.empty()) start_hooks(lane_named(config::lanes::no_net));
   std::vector<RunnerLink*> lanes;
@@ -148,6 +151,18 @@ Daemon::Daemon(DaemonOptions options)
 
 Daemon::~Daemon() = default;
 
+void Daemon::listen(std::span<const char* const> topics,
+                    std::function<void(const std::string&, const nlohmann::json&)> handle) {
+  events_.subscribe(
+      {topics.begin(), topics.end()}, [handle = std::move(handle)](const std::string& line) {
+        const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+        if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) {
+          return;
+        }
+        handle(event["event"].get<std::string>(), event.value("data", nlohmann::json::object()));
+      });
+}
+
 RunnerLink& Daemon::lane_named(std::string_view name) {
   for (auto& lane : lanes_) {
     if (lane->lane() == name) return *lane;
@@ -164,16 +179,9 @@ void Daemon::start_hooks(RunnerLink& sandbox_lane) {
         events_.publish("hook.failed", failure);
       });
   router_->set_hooks(hooks_.get());
-  events_.subscribe(
-      {std::begin(hooks::HookRunner::kTopics), std::end(hooks::HookRunner::kTopics)},
-      [this](const std::string& line) {
-        const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
-        if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) {
-          return;
-        }
-        hooks_->on_event(event["event"].get<std::string>(),
-                         event.value("data", nlohmann::json::object()));
-      });
+  listen(hooks::HookRunner::kTopics, [this](const std::string& event, const nlohmann::json& data) {
+    hooks_->on_event(event, data);
+  });
   spdlog::info("{} hook(s) from [[hooks]]", options_.settings.hooks.size());
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "hooks/hook_runner.hpp"
 #include "loops/loop_engine.hpp"
 #include "memory/notebook.hpp"
+#include "notify/desktop_notifier.hpp"
 #include "notify/webhook_notifier.hpp"
 #include "store/store.hpp"
 
@@ -73,6 +75,10 @@ class Daemon {
   asio::awaitable<void> shut_down();
   void watch_signals();
   RunnerLink& lane_named(std::string_view name);
+  // Subscribes `handle` to `topics` of the event bus, with each event's name
+  // and data.
+  void listen(std::span<const char* const> topics,
+              std::function<void(const std::string&, const nlohmann::json&)> handle);
   // Starts the [[hooks]]: sandboxed ones run on `sandbox_lane`.
   void start_hooks(RunnerLink& sandbox_lane);
   void watch_reload();
@@ -97,6 +103,8 @@ class Daemon {
   // [notify] webhook_url set: told of the events a person is needed for.
   // Declared before loops_, so it outlives the engine's last events.
   std::unique_ptr<notify::WebhookNotifier> notifier_;
+  // [notify] desktop = true: the same, on the desktop (D-Bus).
+  std::unique_ptr<notify::DesktopNotifier> desktop_;
   std::unique_ptr<LoopTools> loop_tools_;
   std::unique_ptr<loops::LoopEngine> loops_;
   std::unique_ptr<MethodRegistry> methods_;

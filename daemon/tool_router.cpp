@@ -507,8 +507,9 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   if (runs_a_written_command) {
     auto rules = command_rules(repository());
     if (!rules) {
-      co_return fail(rules.error().code == repos::kRefusedCode ? "denied" : "error",
-                     std::move(rules).error());
+      // The status first: the error is moved into fail().
+      std::string status = rules.error().code == repos::kRefusedCode ? "denied" : "error";
+      co_return fail(std::move(status), std::move(rules).error());
     }
     verdict = policy::evaluate(args["command"].get<std::string>(), *rules);
     if (verdict.decision == policy::Decision::deny) {

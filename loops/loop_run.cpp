@@ -15,6 +15,7 @@
 #include "common/ascii_text.hpp"
 #include "common/json_text.hpp"
 #include "common/private_folder.hpp"
+#include "common/worktree_path.hpp"
 #include "llm/retry_policy.hpp"
 #include "loops/artifacts.hpp"
 #include "loops/context_budget.hpp"
@@ -1273,9 +1274,13 @@ asio::awaitable<bool> LoopRun::run_calls(const std::vector<llm::ToolCall>& calls
         finish(LoopStatus::failed, guard.error().message);
         co_return true;
       }
-      const auto path = *guard == nullptr
-                            ? std::nullopt
-                            : worktree_relative(text_member(args, "path"), spec_.worktree);
+      // Named as the tool names it (common/worktree_path.hpp); a path outside
+      // the worktree, or the worktree itself, is the tool's to refuse.
+      std::optional<std::string> path;
+      if (*guard != nullptr) {
+        auto relative = worktree_relative_path(spec_.worktree, text_member(args, "path"));
+        if (relative && *relative != ".") path = std::move(*relative);
+      }
       if (const auto pattern = path ? (*guard)->protecting(*path) : std::nullopt) {
         outcomes[i] = tool_error(
             errc::protected_path,

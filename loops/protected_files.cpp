@@ -1,7 +1,6 @@
 #include "loops/protected_files.hpp"
 
 #include <algorithm>
-#include <filesystem>
 
 namespace loopr::loops {
 
@@ -56,26 +55,6 @@ bool ProtectedPaths::may_protect_beneath(const std::string& folder) const {
     }
   }
   return false;
-}
-
-std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return std::nullopt;
-  fs::path p(path);
-  if (p.is_absolute()) {
-    const fs::path relative = p.lexically_normal().lexically_relative(fs::path(worktree));
-    if (relative.empty()) return std::nullopt;
-    p = relative;
-  }
-  const std::string normal = p.lexically_normal().generic_string();
-  if (normal.empty() || normal == "." || normal == ".." || normal.rfind("../", 0) == 0) {
-    return std::nullopt;
-  }
-  std::string out = normal;
-  while (!out.empty() && out.back() == '/')
-    out.pop_back();
-  if (out.rfind("./", 0) == 0) out.erase(0, 2);
-  return out.empty() ? std::nullopt : std::optional<std::string>(out);
 }
 
 }  // namespace loopr::loops

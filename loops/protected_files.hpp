@@ -51,10 +51,4 @@ class ProtectedPaths {
   std::vector<GlobPattern> patterns_;
 };
 
-// A file tool's `path` argument as a path relative to the worktree's top,
-// lexically normal ("./src/../tests/a.c" is "tests/a.c"); an absolute path
-// inside `worktree` is made relative. nullopt: outside the worktree (the
-// tool refuses it itself) or empty.
-std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree);
-
 }  // namespace loopr::loops

@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/open_no_symlinks.hpp"
 #include "common/path_beneath.hpp"
 #include "runner/linked_git_dir.hpp"
-#include "runner/open_no_symlinks.hpp"
 #include "runner/sandbox_step.hpp"
 
 namespace loopr::runner {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "runner/open_no_symlinks.hpp"
+#include "common/open_no_symlinks.hpp"
 
 namespace loopr::runner {
 namespace {

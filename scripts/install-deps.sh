@@ -31,6 +31,8 @@ packages=(
   libssl-dev
   # grep's regex engine (PCRE2 with JIT; chosen by measurement, bench/README.md)
   libpcre2-dev
+  # [notify] desktop = true: freedesktop notifications on the D-Bus session bus
+  libdbus-1-dev
   # the demo's commands inside jobs (curl through the egress proxy) and its
   # stand-in for an allowed internet server (python3 http.server)
   curl python3
@@ -46,6 +48,8 @@ if ! $for_run; then
     ripgrep bubblewrap hyperfine util-linux
     # the TUI's end-to-end tests run loopr-tui in a real terminal
     tmux
+    # desktop notifications are tested on a private session bus
+    dbus-daemon
     # commands the attack tests run inside jobs (netcat-openbsd for git over
     # ssh through the egress proxy)
     netcat-openbsd

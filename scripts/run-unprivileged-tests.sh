@@ -9,7 +9,7 @@
 #   BUILD_DIR defaults to build; the binaries must be built already
 #   (runner_test daemon_integration_test loop_integration_test loop_provider_test
 #   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-#   repo_settings_looprd_test loop_prep_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
+#   repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
 #   (useradd --system, no home, no login shell) if it does not exist.
@@ -25,7 +25,7 @@ build=${1:-build}
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-  repo_settings_looprd_test loop_prep_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
+  repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2
@@ -116,4 +116,14 @@ as_user "$work/bin/repo_settings_looprd_test" "$@" || status=1
 # checkout), setup on the user's heavy lane, its failure.
 echo "== loop_prep_test as $user (uid $uid)"
 as_user "$work/bin/loop_prep_test" "$@" || status=1
+
+# Hooks as the user (SECURITY class 31): sandboxed in the user's no-net lane,
+# hanging, crashing, flooding, fed hostile event JSON.
+echo "== hooks_looprd_test as $user (uid $uid)"
+as_user "$work/bin/hooks_looprd_test" "$@" || status=1
+
+# approve --always as the user (SECURITY class 30): never broader than the
+# command approved.
+echo "== approve_always_looprd_test as $user (uid $uid)"
+as_user "$work/bin/approve_always_looprd_test" "$@" || status=1
 exit "$status"

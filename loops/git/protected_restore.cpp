@@ -1,12 +1,16 @@
 #include "loops/git/protected_restore.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
+#include <memory>
+#include <vector>
 
+#include "common/open_no_symlinks.hpp"
 #include "loops/git/git_command.hpp"
 #include "loops/git/git_support.hpp"
 
@@ -22,35 +26,83 @@ std::string change_of(std::string_view status) {
   return "modified";  // M, T (a file made a link or back)
 }
 
-// Removes the untracked file or folder `path` of the worktree when every
-// folder above it is a real folder (not a link that leads elsewhere).
-// False: left alone (or already gone).
-Result<bool> remove_untracked(const std::string& worktree, const std::string& path) {
-  std::string at = worktree;
-  std::size_t from = 0;
-  while (true) {
-    const std::size_t slash = path.find('/', from);
-    if (slash == std::string::npos) break;
-    at = worktree + "/" + path.substr(0, slash);
-    struct stat info {};
-    if (::lstat(at.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return false;
-    from = slash + 1;
+// Removes everything in the folder `folder` (opened without following a
+// link), then nothing else: links in it are removed, never followed.
+Result<void> empty_folder(int folder, const std::string& shown) {
+  const int listing = ::dup(folder);
+  if (listing < 0) return errno_error(errno, "look into the protected path's new folder", shown);
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(listing), &::closedir);
+  if (!dir) {
+    ::close(listing);
+    return errno_error(errno, "look into the protected path's new folder", shown);
   }
-  const std::string file = worktree + "/" + path;
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  for (const std::string& name : names) {
+    struct stat info {};
+    if (::fstatat(folder, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      return errno_error(errno, "look at a file in the protected path's new folder", shown);
+    }
+    if (S_ISDIR(info.st_mode)) {
+      const UniqueFd inner =
+          open_no_symlinks(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH);
+      if (!inner)
+        return errno_error(errno, "open a folder in the protected path's new folder", shown);
+      if (auto emptied = empty_folder(inner.get(), shown + "/" + name); !emptied) return emptied;
+      if (::unlinkat(folder, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        return errno_error(errno, "remove a folder in the protected path's new folder", shown);
+      }
+    } else if (::unlinkat(folder, name.c_str(), 0) != 0 && errno != ENOENT) {
+      return errno_error(errno, "remove a file in the protected path's new folder", shown);
+    }
+  }
+  return {};
+}
+
+// Removes the untracked file or folder `path` of the worktree when every
+// folder above it is a real folder beneath the worktree (not a link that
+// leads elsewhere). Every step is taken from an fd opened without following
+// links (openat2 RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH), so a link swapped
+// in meanwhile is refused, never followed. False: left alone (or gone).
+Result<bool> remove_untracked(const std::string& worktree, const std::string& path) {
+  std::string relative = path;
+  while (!relative.empty() && relative.back() == '/')
+    relative.pop_back();
+  if (relative.empty()) return false;
+  const std::size_t slash = relative.rfind('/');
+  const std::string parent_path = slash == std::string::npos ? "." : relative.substr(0, slash);
+  const std::string name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+  const std::string shown = worktree + "/" + relative;
+  const UniqueFd top = open_no_symlinks(AT_FDCWD, worktree, O_PATH | O_DIRECTORY);
+  if (!top) return errno_error(errno, "open the worktree", worktree);
+  const UniqueFd parent =
+      open_no_symlinks(top.get(), parent_path, O_RDONLY | O_DIRECTORY, RESOLVE_BENEATH);
+  if (!parent) {
+    if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EXDEV) return false;
+    return errno_error(errno, "open the protected path's folder", shown);
+  }
   struct stat info {};
-  if (::lstat(file.c_str(), &info) != 0)
+  if (::fstatat(parent.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno == ENOENT ? Result<bool>(false)
-                           : errno_error(errno, "look at the protected path's new file", file);
+                           : errno_error(errno, "look at the protected path's new file", shown);
+  }
   if (S_ISDIR(info.st_mode)) {
-    // A new folder in a protected place: all of it (links in it are
-    // removed, never followed).
-    std::error_code error;
-    std::filesystem::remove_all(file, error);
-    if (error) return errno_error(error.value(), "remove the protected path's new folder", file);
+    // A new folder in a protected place: all of it.
+    const UniqueFd folder =
+        open_no_symlinks(parent.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH);
+    if (!folder) return errno_error(errno, "open the protected path's new folder", shown);
+    if (auto emptied = empty_folder(folder.get(), shown); !emptied) return emptied.error();
+    if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return errno_error(errno, "remove the protected path's new folder", shown);
+    }
     return true;
   }
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-    return errno_error(errno, "remove the protected path's new file", file);
+  if (::unlinkat(parent.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return errno_error(errno, "remove the protected path's new file", shown);
   }
   return true;
 }

@@ -90,12 +90,23 @@ TEST_F(PolicyCheck, AddsTheTrustedRepositorysRules) {
                                 {"source", "repository"},
                                 {"file", "/src/app/.loopr/loopr.toml"},
                                 {"line", 3}}}}});
+  // One rule saved by approve --always for the repository.
+  fake_.answer(
+      "policy.rules",
+      {{"rules",
+        {{{"id", 4},
+          {"repo", tree_.path("repo")},
+          {"rule", {{"command", {"make", "check"}}, {"exact", true}, {"decision", "allow"}}}}}}});
   tree_.mkdir("repo");
   const CtlRun denied = check("npm publish", {"--repo", tree_.path("repo")});
   EXPECT_EQ(denied.exit_code, client::kPolicyExitDeny) << denied.err;
   EXPECT_THAT(denied.out, HasSubstr("/src/app/.loopr/loopr.toml:3"));
   EXPECT_EQ(params_of("repo.show")["repo"], tree_.path("repo"));
+  EXPECT_EQ(params_of("policy.rules")["repo"], tree_.path("repo"));
   EXPECT_EQ(check("npm test", {"--repo", tree_.path("repo")}).exit_code, client::kPolicyExitAllow);
+  const CtlRun saved = check("make check", {"--repo", tree_.path("repo")});
+  EXPECT_EQ(saved.exit_code, client::kPolicyExitAllow) << saved.err;
+  EXPECT_THAT(saved.out, HasSubstr("saved rule 4"));
 }
 
 TEST_F(PolicyCheck, MistakesAreUsageErrors) {

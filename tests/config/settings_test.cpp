@@ -342,7 +342,7 @@ TEST(SettingsErrors, AMisspeltKeyListsEveryKnownKeyOfItsTable) {
        "idle_timeout_ms, retry_base_delay_ms, retry_max_delay_ms, max_in_flight, "
        "max_tokens_field, reasoning_effort"},
       {"llm", "provider, fallback"},
-      {"notify", "webhook_url, webhook_body, max_per_minute"},
+      {"notify", "webhook_url, webhook_body, desktop, max_per_minute"},
       {"prices.\"m\"",
        "input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, "
        "cache_write_usd_per_mtok"},
@@ -817,6 +817,17 @@ TEST(HookSettings, MistakesNameTheHookAndTheFix) {
               HasSubstr("unknown key"));
   EXPECT_THAT(test::settings_error("[hooks]\nevent = \"loop.end\"\n"),
               HasSubstr("array of tables"));
+}
+
+}  // namespace
+}  // namespace loopr::config
+
+namespace loopr::config {
+namespace {
+
+TEST(NotifySettings, DesktopIsReadAndOffByDefault) {
+  EXPECT_FALSE(test::merged_settings("").notify.desktop);
+  EXPECT_TRUE(test::merged_settings("[notify]\ndesktop = true\n").notify.desktop);
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ if(TARGET loopr_daemon)
   # provider, including restarts after SIGKILL.
   loopr_add_test(loop_integration_test loop_integration_test.cpp loop_crash_test.cpp
                  loop_checkout_test.cpp notify_looprd_test.cpp loop_fixture.cpp)
-  target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store)
+  target_link_libraries(loop_integration_test PRIVATE loopr_daemon_harness loopr_store
+                                                      loopr_test_session_bus)
   add_dependencies(loop_integration_test looprd loopr-runner loopr-tool)
   # [[hooks]] (issue 27): refusing, reading events, notes, hanging, crashing,
   # the sandbox, and a loop's events.

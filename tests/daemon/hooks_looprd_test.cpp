@@ -124,6 +124,41 @@ TEST(HooksLooprd, AHookThatCrashesIsReportedAndTheCallRuns) {
   EXPECT_EQ((**failed).data["call_id"], result["call_id"]);
 }
 
+// SECURITY class 31: the event (a model's arguments) reaches the hook as
+// data on stdin, never as a command line.
+TEST(HooksLooprd, HostileArgumentsReachTheHookAsDataNeverAsCommands) {
+  DaemonHarness daemon(DaemonOptions{hook_toml("tool.before", "cat > hook-input.json"), {}, {}});
+  daemon.start();
+  const std::string hostile =
+      "echo '; touch pwned-quote; ' \"$(touch pwned-subst)\" `touch pwned-tick`";
+  const json written =
+      daemon.tool("write_file", {{"path", "$(touch pwned-path)"}, {"content", hostile}});
+  EXPECT_EQ(written["status"], "success") << written.dump();
+  const json input = json::parse(daemon.tree().read("work/repo/hook-input.json"));
+  EXPECT_EQ(input["args"]["content"], hostile);
+  EXPECT_EQ(input["args"]["path"], "$(touch pwned-path)");
+  for (const char* planted : {"pwned-quote", "pwned-subst", "pwned-tick", "pwned-path"}) {
+    EXPECT_FALSE(daemon.tree().exists(std::string("work/repo/") + planted)) << planted;
+  }
+}
+
+// SECURITY class 31: a hook that floods its output is cut, and the call goes on.
+TEST(HooksLooprd, AHookThatFloodsItsOutputIsCutAndTheCallRuns) {
+  DaemonHarness daemon(DaemonOptions{
+      hook_toml("tool.after", "head -c 50000000 /dev/zero | tr '\\0' x") +
+          hook_toml("tool.after", "head -c 50000000 /dev/zero | tr '\\0' y", "trusted = true\n"),
+      {},
+      {}});
+  daemon.start();
+  const json result = daemon.tool("run_command", {{"command", "echo ran"}});
+  ASSERT_EQ(result["status"], "success") << result.dump();
+  ASSERT_EQ(result["hook_notes"].size(), 2u) << result.dump().substr(0, 500);
+  for (const json& note : result["hook_notes"]) {
+    EXPECT_LT(note.get<std::string>().size(), 5000u);
+    EXPECT_THAT(note.get<std::string>(), HasSubstr("bytes cut]"));
+  }
+}
+
 TEST(HooksLooprd, ASandboxedHookCannotReadFilesOutsideItsWorktreeAndATrustedOneCan) {
   TempTree outside;
   outside.write("secret.txt", "the user's secret");

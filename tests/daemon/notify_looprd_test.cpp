@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/daemon/loop_fixture.hpp"
+#include "tests/notify/session_bus_fixture.hpp"
 #include "tests/support/scripted_http_server.hpp"
 
 namespace loopr::test {
@@ -85,6 +87,56 @@ TEST(NotifyLooprd, TheWebhookHearsOfTheApprovalWaitingAndOfTheLoopsEnd) {
   EXPECT_EQ(ended["data"]["loop"]["status"], "completed");
   // The URL's token never reaches the log.
   EXPECT_THAT(daemon->log(), ::testing::Not(HasSubstr("secret")));
+}
+
+TEST(NotifyLooprd, TheDesktopShowsTheApprovalWaitingAndTheLoopsEnd) {
+  PrivateSessionBus bus;
+  FakeNotificationServer server(bus.address());
+  ASSERT_EQ(::setenv("DBUS_SESSION_BUS_ADDRESS", bus.address().c_str(), 1), 0);
+  TempTree scripts;
+  SampleRepo repo;
+  auto daemon = start_scripted_looprd(scripts, {{"scripted", approval_then_solving_turns()}},
+                                      "[approval.tools]\nrun_command = \"ask\"\n"
+                                      "[notify]\ndesktop = true\n",
+                                      repo);
+  ::unsetenv("DBUS_SESSION_BUS_ADDRESS");
+  const std::string id = create_loop(*daemon, repo.path)["id"];
+  approve_when_asked(*daemon);
+  EXPECT_EQ(wait_final(*daemon, id)["status"], "completed");
+  const auto shown = server.wait_for(2, std::chrono::seconds(20));
+  ASSERT_EQ(shown.size(), 2u) << daemon->log();
+  EXPECT_EQ(shown[0].summary, "loopr needs you");
+  EXPECT_THAT(shown[0].body, HasSubstr("run_command waits for your approval"));
+  EXPECT_EQ(shown[0].urgency, 2);
+  EXPECT_EQ(shown[1].summary, "loopr");
+  EXPECT_THAT(shown[1].body, HasSubstr("loop " + id + " completed"));
+  EXPECT_EQ(shown[1].urgency, 1);
+}
+
+TEST(NotifyLooprd, WithoutASessionBusTheDesktopIsSkippedAndSaysSo) {
+  const char* had = std::getenv("DBUS_SESSION_BUS_ADDRESS");
+  const std::string saved = had != nullptr ? had : "";
+  ::unsetenv("DBUS_SESSION_BUS_ADDRESS");
+  TempTree runtime;  // no bus socket in it
+  const char* had_runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved_runtime = had_runtime != nullptr ? had_runtime : "";
+  ::setenv("XDG_RUNTIME_DIR", runtime.root().c_str(), 1);
+  TempTree scripts;
+  SampleRepo repo;
+  auto daemon = start_scripted_looprd(scripts, {{"scripted", approval_then_solving_turns()}},
+                                      "[approval.tools]\nrun_command = \"ask\"\n"
+                                      "[notify]\ndesktop = true\n",
+                                      repo);
+  if (had != nullptr) ::setenv("DBUS_SESSION_BUS_ADDRESS", saved.c_str(), 1);
+  if (had_runtime != nullptr) {
+    ::setenv("XDG_RUNTIME_DIR", saved_runtime.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_RUNTIME_DIR");
+  }
+  const std::string id = create_loop(*daemon, repo.path)["id"];
+  approve_when_asked(*daemon);
+  EXPECT_EQ(wait_final(*daemon, id)["status"], "completed");
+  EXPECT_THAT(daemon->log(), HasSubstr("no desktop notification will be shown"));
 }
 
 TEST(NotifyLooprd, AFailingWebhookIsLoggedAndTheLoopGoesOn) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/worktree_path.hpp"
 #include "loops/git/protected_restore.hpp"
 #include "loops/git/worktrees.hpp"
 #include "tests/loops/git_fixture.hpp"
@@ -22,7 +23,6 @@ namespace {
 
 using loops::ProtectedChange;
 using loops::ProtectedPaths;
-using loops::worktree_relative;
 
 ProtectedPaths compiled(const std::vector<std::string>& patterns) {
   auto paths = ProtectedPaths::compile(patterns);
@@ -53,6 +53,15 @@ TEST(ProtectedPaths, ASlashFolderPatternProtectsOnlyBelowIt) {
   EXPECT_EQ(paths.protecting("tests/deep/er/a.c"), "tests/**");
   EXPECT_EQ(paths.protecting("tests"), std::nullopt)
       << "the folder itself: deleting it is put back before the commit";
+}
+
+// The loop's guard names a file tool's path with common/worktree_path.hpp,
+// as the tool does; outside the worktree (or the worktree itself) the tool
+// refuses it, and the guard looks no further.
+std::optional<std::string> worktree_relative(const std::string& path, const std::string& worktree) {
+  auto relative = worktree_relative_path(worktree, path);
+  if (!relative || *relative == ".") return std::nullopt;
+  return *relative;
 }
 
 TEST(ProtectedPaths, AFileToolsPathIsTakenRelativeToTheWorktreeAndNormal) {
