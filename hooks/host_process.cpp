@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/spawn_attributes.hpp"
 #include "common/unique_fd.hpp"
 
 extern char** environ;
@@ -105,16 +106,7 @@ HookRun run_on_host(const std::string& command, const std::string& event, const 
   if (rc == 0) rc = ::posix_spawn_file_actions_adddup2(&actions, err.write.get(), 2);
   if (rc == 0) rc = ::posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   if (rc == 0) rc = ::posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  sigset_t no_signals, all_signals;
-  sigemptyset(&no_signals);
-  sigfillset(&all_signals);
-  if (rc == 0) {
-    rc = ::posix_spawnattr_setflags(
-        &attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  }
-  if (rc == 0) rc = ::posix_spawnattr_setpgroup(&attributes, 0);
-  if (rc == 0) rc = ::posix_spawnattr_setsigmask(&attributes, &no_signals);
-  if (rc == 0) rc = ::posix_spawnattr_setsigdefault(&attributes, &all_signals);
+  if (rc == 0) rc = own_group_default_signals(attributes);
   pid_t pid = -1;
   if (rc == 0)
     rc = ::posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv.data(), env_c.data());

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "common/output_capture.hpp"
+#include "common/spawn_attributes.hpp"
 #include "common/unique_fd.hpp"
 #include "loops/git/git_support.hpp"
 
@@ -183,19 +184,7 @@ Result<SpawnedGit> spawn_git(const std::string& executable, std::vector<std::str
   // Nothing beyond 0-2 reaches git, even an fd another library opened
   // without O_CLOEXEC (glibc 2.34+).
   if (rc == 0) rc = ::posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  sigset_t no_signals;
-  sigset_t all_signals;
-  sigemptyset(&no_signals);
-  sigfillset(&all_signals);
-  sigdelset(&all_signals, SIGKILL);
-  sigdelset(&all_signals, SIGSTOP);
-  if (rc == 0) {
-    rc = ::posix_spawnattr_setflags(
-        &attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  }
-  if (rc == 0) rc = ::posix_spawnattr_setpgroup(&attributes, 0);
-  if (rc == 0) rc = ::posix_spawnattr_setsigmask(&attributes, &no_signals);
-  if (rc == 0) rc = ::posix_spawnattr_setsigdefault(&attributes, &all_signals);
+  if (rc == 0) rc = own_group_default_signals(attributes);
 
   pid_t pid = -1;
   if (rc == 0) {
