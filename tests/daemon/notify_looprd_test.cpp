@@ -139,6 +139,32 @@ TEST(NotifyLooprd, WithoutASessionBusTheDesktopIsSkippedAndSaysSo) {
   EXPECT_THAT(daemon->log(), HasSubstr("no desktop notification will be shown"));
 }
 
+TEST(NotifyLooprd, TheWebhookHearsWhenALoopsBudgetIsNearlySpent) {
+  ScriptedHttpServer webhook([](const RecordedRequest&) { return ScriptedReply::json(200, "ok"); });
+  TempTree scripts;
+  SampleRepo repo;
+  // 9 of 10 tool calls after the second turn: a tenth left, and the last
+  // call still fits.
+  std::vector<json> reads;
+  for (int i = 1; i <= 8; ++i)
+    reads.push_back(read_call("r" + std::to_string(i)));
+  const std::vector<json> turns = {turn(reads), turn({edit_call("e1")}),
+                                   turn({complete_call("c1")})};
+  auto daemon = start_scripted_looprd(
+      scripts, {{"scripted", turns}},
+      "[notify]\nwebhook_url = \"" + webhook.base_url() + "/hook\"\n", repo);
+  const std::string id = create_loop(*daemon, repo.path, {{"budget", {{"tool_calls", 10}}}})["id"];
+  const json ended_loop = wait_final(*daemon, id);
+  EXPECT_EQ(ended_loop["status"], "completed") << ended_loop.dump();
+  const auto requests = wait_for_requests(webhook, 2);
+  ASSERT_EQ(requests.size(), 2u) << (requests.empty() ? "" : requests[0].body);
+  const json warned = json::parse(requests[0].body);
+  EXPECT_EQ(warned["event"], "budget.near_limit");
+  EXPECT_EQ(warned["loop_id"], id);
+  EXPECT_THAT(warned["text"].get<std::string>(), HasSubstr("nearly spent its budget (tool_calls: 1 of 10 left)"));
+  EXPECT_EQ(json::parse(requests[1].body)["event"], "loop.end");
+}
+
 TEST(NotifyLooprd, AFailingWebhookIsLoggedAndTheLoopGoesOn) {
   ScriptedHttpServer webhook(
       [](const RecordedRequest&) { return ScriptedReply::json(500, R"({"error":"down"})"); });

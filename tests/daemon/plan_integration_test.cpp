@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/daemon/loop_fixture.hpp"
+#include "tests/support/scripted_http_server.hpp"
 
 namespace loopr::test {
 namespace {
@@ -341,6 +342,28 @@ TEST_F(PlanTest, ARejectedPlanEndsAsRejectedAndStartsNothing) {
   EXPECT_TRUE(events.wait_for([](const proto::Event& e) { return e.event == "plan.rejected"; }));
   EXPECT_TRUE(plan_get(id)["tree"].empty());
   EXPECT_EQ(rpc_error_code(*daemon_, "plan.approve", {{"id", id}}), 1002);
+}
+
+// [notify] (issue 27): the webhook hears of the plan at its gate and of its end.
+TEST_F(PlanTest, TheWebhookHearsOfThePlanAtItsGateAndOfItsEnd) {
+  ScriptedHttpServer webhook([](const RecordedRequest&) { return ScriptedReply::json(200, "ok"); });
+  start({keyed("p1", create_plan_turn({plan_spec("answer")}))},
+        "[notify]\nwebhook_url = \"" + webhook.base_url() + "/hook\"\n");
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.reject", {{"id", id}, {"reason", "too broad"}});
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (webhook.requests().size() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  const auto requests = webhook.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const json gate = json::parse(requests[0].body);
+  EXPECT_EQ(gate["event"], "plan.awaiting_approval");
+  EXPECT_EQ(gate["loop_id"], id);
+  EXPECT_NE(gate["text"].get<std::string>().find("looprctl plan show " + id), std::string::npos);
+  const json ended = json::parse(requests[1].body);
+  EXPECT_EQ(ended["event"], "plan.end");
+  EXPECT_NE(ended["text"].get<std::string>().find("rejected: too broad"), std::string::npos);
 }
 
 TEST_F(PlanTest, IteratingBeforeApprovalRunsThePlanAgainWithTheFeedback) {
