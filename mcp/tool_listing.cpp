@@ -101,6 +101,19 @@ json tool_result(const json& outcome) {
     }
     result = {{"content", text_content(std::move(text))}, {"isError", true}};
   }
+  // What the user's hooks said (hooks/): a text block of its own, so the
+  // first stays the output's JSON as structuredContent has it.
+  if (const auto notes = outcome.find("hook_notes"); notes != outcome.end() && notes->is_array()) {
+    std::string said;
+    for (const json& note : *notes) {
+      if (note.is_string())
+        said += (said.empty() ? "" : "\n") + ("[hook: " + note.get<std::string>() + "]");
+    }
+    if (!said.empty()) {
+      result["content"].push_back(text_content(said).at(0));
+      meta["hook_notes"] = *notes;
+    }
+  }
   result["_meta"] = {{"loopr/call", std::move(meta)}};
   return result;
 }

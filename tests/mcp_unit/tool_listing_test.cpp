@@ -112,6 +112,18 @@ TEST(ToolResult, ASuccessfulCallGivesStructuredContentAndTheSameJsonAsText) {
       json({{"call_id", "c-1"}, {"lane", "no-net"}, {"status", "success"}, {"duration_ms", 12}}));
 }
 
+TEST(ToolResult, TheHooksNotesAreATextBlockOfTheirOwn) {
+  const json output = {{"exit_code", 0}};
+  const json result = tool_result({{"ok", true},
+                                   {"status", "success"},
+                                   {"output", output},
+                                   {"hook_notes", {"lint is clean", "formatted"}}});
+  ASSERT_EQ(result["content"].size(), 2u);
+  EXPECT_EQ(json::parse(result["content"][0]["text"].get<std::string>()), output);
+  EXPECT_EQ(result["content"][1]["text"], "[hook: lint is clean]\n[hook: formatted]");
+  EXPECT_EQ(result["_meta"]["loopr/call"]["hook_notes"], json({"lint is clean", "formatted"}));
+}
+
 TEST(ToolResult, ASuccessfulCallWithTextOutputHasNoStructuredContent) {
   const json result = tool_result({{"ok", true}, {"status", "success"}, {"output", "plain"}});
   EXPECT_EQ(result["isError"], false);
