@@ -4,6 +4,7 @@
 #include "client/approval_view.hpp"
 #include "client/commands.hpp"
 #include "client/text_format.hpp"
+#include "common/json_text.hpp"
 
 namespace loopr::client {
 namespace {
@@ -39,8 +40,11 @@ std::string rule_summary(const json& rule) {
   std::string words;
   for (const json& word : rule.value("command", json::array()))
     words += (words.empty() ? "" : ", ") + word.dump();
-  return rule.value("decision", std::string("allow")) +
-         (rule.value("exact", false) ? " exactly [" : " [") + words + "]";
+  const auto exact = rule.find("exact");
+  const bool is_exact = exact != rule.end() && exact->is_boolean() && exact->get<bool>();
+  const std::string tool = text_member(rule, "tool");
+  return text_member(rule, "decision") + (is_exact ? " exactly [" : " [") + words + "]" +
+         (tool.empty() ? "" : " (" + tool + ")");
 }
 
 }  // namespace
@@ -101,8 +105,9 @@ int run_approve_always(const CommandContext& context, const std::string& id, boo
                 << (rules->size() == 1 ? " rule" : " rules") << " for " << repo << ":\n";
     for (const json& rule : *rules)
       context.out << "  " << printable(rule_summary(rule)) << '\n';
-    context.out << "Each lets exactly that command run in this repository without asking; "
-                   "other arguments, wrappers (sudo, env, sh -c) and variables still ask.\n"
+    context.out << "Each lets exactly that command run in this repository, with that tool, "
+                   "without asking; other arguments, wrappers (sudo, env, sh -c), variables and "
+                   "file redirections still ask.\n"
                 << "Save and approve " << printable(id) << "? [y/N] " << std::flush;
     std::string answer;
     std::getline(context.in, answer);

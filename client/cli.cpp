@@ -187,11 +187,13 @@ void add_tool_commands(CLI::App& app, ToolFlags& f, ChosenCommand& command) {
   auto* approve_cmd = app.add_subcommand("approve", "let a waiting call run");
   approve_cmd->add_option("id", f.approve_id, "the approval's id (see: looprctl approvals)")
       ->required();
-  approve_cmd->add_flag("--always", f.approve_always,
-                        "also save the narrowest rules that let exactly this command run in "
-                        "this repository without asking again (shown first; run_command and "
-                        "run_command_isolated)");
-  approve_cmd->add_flag("--yes", f.approve_yes, "with --always: save without asking");
+  auto* always_flag =
+      approve_cmd->add_flag("--always", f.approve_always,
+                            "also save the narrowest rules that let exactly this command run in "
+                            "this repository without asking again (shown first; run_command and "
+                            "run_command_isolated)");
+  approve_cmd->add_flag("--yes", f.approve_yes, "with --always: save without asking")
+      ->needs(always_flag);
   approve_cmd->callback([&f, &command] {
     command = [&f](const CommandContext& c) {
       return f.approve_always ? run_approve_always(c, f.approve_id, f.approve_yes)

@@ -46,7 +46,8 @@ struct RepositoryRules {
   std::optional<json> refusal;
 };
 
-Result<RepositoryRules> repository_rules(const CommandContext& context, const std::string& dir) {
+Result<RepositoryRules> repository_rules(const CommandContext& context, const std::string& dir,
+                                         const std::string& tool) {
   auto folder = absolute_folder(dir, "the repository", "--repo");
   if (!folder) return std::move(folder).error();
   auto client = context.open();
@@ -64,8 +65,13 @@ Result<RepositoryRules> repository_rules(const CommandContext& context, const st
   for (const json& row : saved->value("rules", json::array())) {
     auto rule =
         policy::saved_rule_from_json(row.value("rule", json()), row.value("id", std::int64_t{0}));
-    if (!rule) return std::move(rule).error();
-    out.rules.push_back(std::move(*rule));
+    // As looprd does: a malformed row (edited by hand) is left out, and said.
+    if (!rule) {
+      context.err << "looprctl: " << printable(rule.error().message) << " (left out; "
+                  << printable(rule.error().hint) << ")\n";
+      continue;
+    }
+    if (rule->tool.empty() || rule->tool == tool) out.rules.push_back(std::move(*rule));
   }
   for (const json& item : shown->value("rules", json::array())) {
     auto rule = rule_from_json(item);
@@ -122,7 +128,7 @@ int run_policy_check(const CommandContext& context, const PolicyCheckOptions& op
   std::vector<policy::CommandRule> rules = settings.approval.rules;
   std::string repo_note;
   if (!options.repo.empty()) {
-    auto repo = repository_rules(context, options.repo);
+    auto repo = repository_rules(context, options.repo, options.tool);
     if (!repo && exit_status_for(repo.error()) != ExitStatus::unreachable) {
       return context.fail(repo.error());
     }

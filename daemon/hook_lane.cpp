@@ -27,7 +27,11 @@ hooks::HookRun hook_run_from_reply(const LaneReply& reply) {
   if (output.is_object() && output.contains("exit_code")) {
     run.out = text_member(output, "stdout").substr(0, hooks::kMaxHookOutputBytes);
     run.err = text_member(output, "stderr").substr(0, hooks::kMaxHookOutputBytes);
-    if (output.value("timed_out", false) || output.value("interrupted", false)) {
+    const auto flag = [&](const char* key) {
+      const auto it = output.find(key);
+      return it != output.end() && it->is_boolean() && it->get<bool>();
+    };
+    if (flag("timed_out") || flag("interrupted")) {
       run.ended = hooks::HookRun::Ended::timed_out;
     } else if (output.contains("signal") && output["signal"].is_number_integer()) {
       run.ended = hooks::HookRun::Ended::signalled;

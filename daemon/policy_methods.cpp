@@ -44,7 +44,7 @@ Result<proto::Document> MethodRegistry::approval_always(const proto::ApprovalAlw
         "approve it once, or set [approval.tools] " + waiting->tool +
             " = \"auto\" in your loopr.toml to stop asking");
   }
-  auto rules = policy::always_rules(*waiting->command);
+  auto rules = policy::always_rules(*waiting->command, waiting->tool);
   if (!rules) {
     Error error = std::move(rules).error();
     error.details = {{"rpc_code", static_cast<int>(proto::ControlErrorCode::invalid_params)}};
@@ -53,7 +53,7 @@ Result<proto::Document> MethodRegistry::approval_always(const proto::ApprovalAlw
   const std::string repo =
       waiting->repo.empty() ? memory::repository_of(waiting->worktree) : waiting->repo;
   // With them saved, would the command run without asking?
-  auto current = services_.router.command_rules(repo);
+  auto current = services_.router.command_rules(repo, waiting->tool);
   if (!current) return std::move(current).error();
   std::vector<policy::CommandRule> with_saved = *current;
   with_saved.insert(with_saved.end(), rules->begin(), rules->end());
@@ -64,16 +64,20 @@ Result<proto::Document> MethodRegistry::approval_always(const proto::ApprovalAlw
                        "loopr.toml (a rule that asks or denies always wins over an allow)");
   }
   json out = {{"id", params.id}, {"repo", repo}, {"saved", false}, {"approved", false}};
-  json shown = json::array();
-  for (policy::CommandRule& rule : *rules) {
-    if (params.save) {
-      auto id = services_.store.save_approval_rule(repo, rule.to_json());
-      if (!id) return std::move(id).error();
-      rule.saved_id = *id;
-      rule.file = "saved rule";
+  if (params.save) {
+    std::vector<json> stored;
+    for (const policy::CommandRule& rule : *rules)
+      stored.push_back(policy::saved_rule_json(rule));
+    auto ids = services_.store.save_approval_rules(repo, stored);
+    if (!ids) return std::move(ids).error();
+    for (std::size_t i = 0; i < rules->size(); ++i) {
+      (*rules)[i].saved_id = (*ids)[i];
+      (*rules)[i].file = "saved rule";
     }
-    shown.push_back(rule.to_json());
   }
+  json shown = json::array();
+  for (const policy::CommandRule& rule : *rules)
+    shown.push_back(rule.to_json());
   out["rules"] = std::move(shown);
   if (params.save) {
     out["saved"] = true;

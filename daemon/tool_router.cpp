@@ -505,7 +505,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   const bool runs_a_written_command = tool->command == config::ToolCommand::from_arguments &&
                                       args.contains("command") && args["command"].is_string();
   if (runs_a_written_command) {
-    auto rules = command_rules(repository());
+    auto rules = command_rules(repository(), tool->name);
     if (!rules) {
       // The status first: the error is moved into fail().
       std::string status = rules.error().code == repos::kRefusedCode ? "denied" : "error";
@@ -682,8 +682,8 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   co_return done;
 }
 
-Result<std::vector<policy::CommandRule>> ToolRouter::command_rules(
-    const std::string& repository) const {
+Result<std::vector<policy::CommandRule>> ToolRouter::command_rules(const std::string& repository,
+                                                                   const std::string& tool) const {
   std::vector<policy::CommandRule> rules = settings_.approval.rules;
   auto saved = store_.saved_approval_rules(repository);
   if (!saved) return std::move(saved).error();
@@ -694,7 +694,7 @@ Result<std::vector<policy::CommandRule>> ToolRouter::command_rules(
       spdlog::warn("{} ({})", rule.error().message, rule.error().hint);
       continue;
     }
-    rules.push_back(std::move(*rule));
+    if (rule->tool.empty() || rule->tool == tool) rules.push_back(std::move(*rule));
   }
   if (repos::repo_file_present(repository)) {
     auto effective = repos::resolve(settings_, store_, repository);

@@ -174,11 +174,12 @@ class ToolRouter {
   // runs; a loop resumed after a restart replays its journal through it.
   void remember_result(const std::string& session, const std::string& worktree,
                        const std::string& tool, const nlohmann::json& output);
-  // The approval rules that judge a command run in `repository` (a
-  // realpath): the user's, those saved for it by `looprctl approve
-  // --always`, and its trusted .loopr/loopr.toml's; an error when that file
-  // sets rules it may not (repos::kRefusedCode) or cannot be read.
-  Result<std::vector<policy::CommandRule>> command_rules(const std::string& repository) const;
+  // The approval rules that judge a command `tool` runs in `repository` (a
+  // realpath): the user's, those saved for it (and that tool) by `looprctl
+  // approve --always`, and its trusted .loopr/loopr.toml's; an error when
+  // that file sets rules it may not (repos::kRefusedCode) or cannot be read.
+  Result<std::vector<policy::CommandRule>> command_rules(const std::string& repository,
+                                                         const std::string& tool) const;
   // Checks `args` against the JSON Schema of `tool` (any lane, daemon tools
   // too): an invalid_arguments Error naming the field.
   Result<void> check_arguments(const std::string& tool, const nlohmann::json& args) const;

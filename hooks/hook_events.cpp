@@ -68,7 +68,7 @@ std::string hook_input(std::string_view event, const json& data) {
   // Cut the longest string by what is over (and a little more for the
   // marker), until it fits; a document of many short strings ends with its
   // strings emptied, which still fits long before the loop runs out.
-  for (int round = 0; text.size() > kMaxHookInputBytes && round < 64; ++round) {
+  for (int round = 0; text.size() > kMaxHookInputBytes && round < 8; ++round) {
     std::size_t longest = 0;
     json* target = longest_string(input, longest);
     if (target == nullptr || longest == 0) break;
@@ -78,6 +78,23 @@ std::string hook_input(std::string_view event, const json& data) {
         over >= value.size() ? 0 : utf8_safe_prefix(value, value.size() - over);
     *target =
         value.substr(0, keep) + "[loopr: " + std::to_string(value.size() - keep) + " bytes cut]";
+    text = input.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  // Many short strings (a long listing) are not made small by cutting the
+  // longest: the largest members go whole, each said, until it fits.
+  while (text.size() > kMaxHookInputBytes) {
+    std::string largest;
+    std::size_t largest_size = 0;
+    for (auto it = input.begin(); it != input.end(); ++it) {
+      if (it.key() == "event") continue;
+      const std::size_t size = it->dump(-1, ' ', false, json::error_handler_t::replace).size();
+      if (size > largest_size) {
+        largest_size = size;
+        largest = it.key();
+      }
+    }
+    if (largest.empty()) break;
+    input[largest] = "[loopr: " + std::to_string(largest_size) + " bytes cut]";
     text = input.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   return text;

@@ -70,7 +70,8 @@ std::vector<const config::HookSettings*> hooks_for(const std::vector<config::Hoo
 
 // The JSON text a hook reads on stdin: {"event": EVENT, ...data's members},
 // at most kMaxHookInputBytes (the longest strings are cut first, each ending
-// with "[loopr: N bytes cut]").
+// with "[loopr: N bytes cut]"; then, if need be, the largest members are
+// replaced whole by such a marker).
 std::string hook_input(std::string_view event, const nlohmann::json& data);
 
 // What `run` of `hook` on `event` means.

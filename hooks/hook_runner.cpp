@@ -33,8 +33,13 @@ HookRunner::HookRunner(asio::io_context& io, std::vector<config::HookSettings> h
       report_(std::move(report)) {}
 
 HookRunner::~HookRunner() {
-  host_pool_.stop();
-  host_pool_.join();
+  // Running trusted hooks are killed (their process groups), so looprd's
+  // shutdown never waits out a hook's timeout.
+  stopping_->store(true);
+  tool_pool_.stop();
+  event_pool_.stop();
+  tool_pool_.join();
+  event_pool_.join();
 }
 
 bool HookRunner::has(std::string_view event) const {
@@ -51,8 +56,13 @@ asio::awaitable<HookVerdict> HookRunner::run(const config::HookSettings& hook, s
   HookRun ran;
   if (hook.trusted) {
     const std::string folder = host_folder(worktree);
-    auto work = [&] { return run_on_host(hook.command, event, input, folder, timeout); };
-    ran = co_await loops::offload(host_pool_, work);
+    auto work = [&] {
+      return run_on_host(hook.command, event, input, folder, timeout, stopping_.get());
+    };
+    // Tool hooks on a pool of their own: a call never waits behind a slow
+    // loop.end hook.
+    const bool tool_event = event == "tool.before" || event == "tool.after";
+    ran = co_await loops::offload(tool_event ? tool_pool_ : event_pool_, work);
   } else if (worktree.empty()) {
     ran.why = "a sandboxed hook runs in the event's worktree, and " + event +
               " has none here; mark the hook trusted = true to run it as you, outside the sandbox";
@@ -97,7 +107,9 @@ void HookRunner::start(std::string event, json data, std::string worktree) {
     asio::co_spawn(
         io_,
         [this, hook, event, data, worktree]() -> asio::awaitable<void> {
-          co_await run(*hook, event, hook_input(event, data), worktree, data);
+          // A named local, not a temporary in the co_await expression (GCC bug 100611).
+          std::string input = hook_input(event, data);
+          co_await run(*hook, event, std::move(input), worktree, data);
         },
         asio::detached);
   }
@@ -105,7 +117,11 @@ void HookRunner::start(std::string event, json data, std::string worktree) {
 
 void HookRunner::on_event(std::string_view topic, const json& data) {
   if (topic == "loop.iteration") {
-    start("iteration.end", data, text_member(data, "worktree"));
+    // The iteration's end: validated, or handed off (not started, validating).
+    const std::string phase = text_member(data, "phase");
+    if (phase == "validated" || phase == "handed_off") {
+      start("iteration.end", data, text_member(data, "worktree"));
+    }
     return;
   }
   if (topic == "worktree.created") {

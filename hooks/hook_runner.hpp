@@ -12,7 +12,9 @@
 //   (looprd gives it the no-net lane: no network, Landlock to the event's
 //   worktree, seccomp, no capabilities, a PID namespace of its own), in the
 //   event's worktree. An event without a worktree cannot run a sandboxed
-//   hook: that is reported like any other hook failure.
+//   hook: that is reported like any other hook failure. Trusted tool hooks
+//   and trusted loop-event hooks run on pools of their own, and the
+//   runner's end kills the trusted hooks still running.
 // - Every failure (hook_events.hpp) goes to `report` as {hook, event,
 //   reason, call_id?, loop_id?}; a hook never fails a call or a loop.
 //
@@ -22,8 +24,10 @@
 #include <asio/awaitable.hpp>
 #include <asio/io_context.hpp>
 #include <asio/thread_pool.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -77,7 +81,11 @@ class HookRunner {
   std::vector<config::HookSettings> hooks_;
   SandboxedRun sandboxed_;
   Report report_;
-  asio::thread_pool host_pool_{2};
+  // Trusted hooks' processes: tool hooks apart from the loop events' ones.
+  asio::thread_pool tool_pool_{2};
+  asio::thread_pool event_pool_{1};
+  // Set when the runner goes: running trusted hooks are killed.
+  std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
   notify::NotificationFilter filter_;
 };
 

@@ -60,7 +60,8 @@ void drain_rest(int fd, std::string& kept) {
 }  // namespace
 
 HookRun run_on_host(const std::string& command, const std::string& event, const std::string& input,
-                    const std::string& cwd, std::chrono::milliseconds timeout) {
+                    const std::string& cwd, std::chrono::milliseconds timeout,
+                    const std::atomic<bool>* stop) {
   HookRun run;
   const auto started = Clock::now();
   // The input in a memory file, not a pipe: the hook reads it at its pace,
@@ -134,7 +135,7 @@ HookRun run_on_host(const std::string& command, const std::string& event, const 
       break;
     }
     const auto now = Clock::now();
-    if (now >= deadline) break;
+    if (now >= deadline || (stop != nullptr && stop->load())) break;
     std::array<pollfd, 2> fds{};
     nfds_t count = 0;
     if (out_open) fds[count++] = {out.read.get(), POLLIN, 0};

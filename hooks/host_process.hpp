@@ -17,6 +17,7 @@
 // thread. Safe to call from several threads at once (posix_spawn).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -24,7 +25,9 @@
 
 namespace loopr::hooks {
 
+// `stop`, when set to true while the hook runs, kills it as the timeout does.
 HookRun run_on_host(const std::string& command, const std::string& event, const std::string& input,
-                    const std::string& cwd, std::chrono::milliseconds timeout);
+                    const std::string& cwd, std::chrono::milliseconds timeout,
+                    const std::atomic<bool>* stop = nullptr);
 
 }  // namespace loopr::hooks

@@ -338,17 +338,31 @@ std::string result_view(config::ResultView view, const json& outcome) {
 }  // namespace
 
 std::string full_view(config::ResultView view, const json& outcome) {
+  return result_view(view, outcome);
+}
+
+std::string hook_notes_text(const json& outcome) {
   std::string notes;
   if (const auto it = outcome.find("hook_notes"); it != outcome.end() && it->is_array()) {
     for (const json& note : *it) {
       if (note.is_string()) notes += "[hook: " + note.get<std::string>() + "]\n";
     }
   }
-  return notes + result_view(view, outcome);
+  return notes;
 }
 
 CappedView capped_view(config::ResultView view, const std::string& call_id, const json& outcome,
                        std::size_t cap) {
+  // The hooks' notes first, outside the paged view, and out of its cap (each
+  // note is at most 4,000 bytes).
+  const std::string notes = hook_notes_text(outcome);
+  if (!notes.empty()) {
+    json without = outcome;
+    without.erase("hook_notes");
+    CappedView capped = capped_view(view, call_id, without, cap);
+    capped.text = notes + capped.text;
+    return capped;
+  }
   using config::ResultView;
   std::string whole = full_view(view, outcome);
   const bool ok = outcome.value("ok", false);

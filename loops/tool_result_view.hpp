@@ -11,7 +11,8 @@
 //   - list_directory, glob, grep: one path (or grep line) a line;
 //   - anything else: compact JSON without content_hash and *_base64 fields;
 //   - a failure: {"error": {code, message, hint}} as before;
-//   - the user's hooks' notes (hook_notes), one "[hook: …]" line each, first.
+//   - the user's hooks' notes (hook_notes): one "[hook: …]" line each, put
+//     before the capped view by capped_view(), not part of the paged view.
 // The view is then held to `cap` bytes: read_file and listings keep whole
 // lines from the top and say how to continue (read_file's next offset is
 // the first line not shown); everything else keeps its head and tail around
@@ -30,8 +31,11 @@
 
 namespace loopr::loops {
 
-// The whole view of `outcome` (a tool.call result), as `view` shapes it, uncapped.
+// The whole view of `outcome` (a tool.call result), as `view` shapes it,
+// uncapped, without the hooks' notes.
 std::string full_view(config::ResultView view, const nlohmann::json& outcome);
+// The hooks' notes of `outcome`, a "[hook: …]" line each ("" for none).
+std::string hook_notes_text(const nlohmann::json& outcome);
 
 struct CappedView {
   std::string text;         // at most the cap (plus a marker line of < 400 bytes)

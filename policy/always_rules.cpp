@@ -9,7 +9,7 @@ namespace loopr::policy {
 
 using nlohmann::json;
 
-Result<std::vector<CommandRule>> always_rules(std::string_view line) {
+Result<std::vector<CommandRule>> always_rules(std::string_view line, const std::string& tool) {
   const std::string once =
       "approve it once (looprctl approve ID), or write an [[approval.rules]] entry in your "
       "loopr.toml";
@@ -18,6 +18,21 @@ Result<std::vector<CommandRule>> always_rules(std::string_view line) {
     return make_error(errc::invalid_arguments,
                       "loopr offers no rule for a command it cannot read with confidence (" +
                           parse.uncertain + ")",
+                      once);
+  }
+  if (!parse.file_redirection.empty()) {
+    return make_error(errc::invalid_arguments,
+                      "loopr offers no rule for a command that redirects a file or a "
+                      "here-document (" +
+                          parse.file_redirection +
+                          "): an exact rule names the command's words, not what it reads or "
+                          "writes",
+                      once);
+  }
+  if (parse.assigns_variables) {
+    return make_error(errc::invalid_arguments,
+                      "loopr offers no rule for a command line that sets variables "
+                      "(VAR=…; cmd)",
                       once);
   }
   if (parse.commands.empty()) {
@@ -33,6 +48,13 @@ Result<std::vector<CommandRule>> always_rules(std::string_view line) {
                             ", and an exact rule names the command that runs alone",
                         once);
     }
+    if (!command.fixed_words) {
+      return make_error(errc::invalid_arguments,
+                        "loopr offers no rule for `" + command.text() +
+                            "`: a word in it is expanded ($x, $(…), `…`, a glob), so the "
+                            "same words could run something else",
+                        once);
+    }
     if (command.sets_variables) {
       return make_error(errc::invalid_arguments,
                         "loopr offers no rule for a command that sets variables (`" +
@@ -42,6 +64,7 @@ Result<std::vector<CommandRule>> always_rules(std::string_view line) {
     CommandRule rule;
     rule.command = command.words;
     rule.exact = true;
+    rule.tool = tool;
     rule.decision = Decision::allow;
     rule.reason = "approved always with looprctl approve --always";
     const bool seen = std::any_of(rules.begin(), rules.end(), [&](const CommandRule& other) {
@@ -50,6 +73,13 @@ Result<std::vector<CommandRule>> always_rules(std::string_view line) {
     if (!seen) rules.push_back(std::move(rule));
   }
   return rules;
+}
+
+nlohmann::json saved_rule_json(const CommandRule& rule) {
+  json out = {
+      {"command", rule.command}, {"exact", true}, {"decision", "allow"}, {"reason", rule.reason}};
+  if (!rule.tool.empty()) out["tool"] = rule.tool;
+  return out;
 }
 
 Result<CommandRule> saved_rule_from_json(const json& stored, std::int64_t id) {
@@ -74,6 +104,7 @@ Result<CommandRule> saved_rule_from_json(const json& stored, std::int64_t id) {
   rule.decision = Decision::allow;
   rule.exact = true;
   rule.reason = text_member(stored, "reason");
+  rule.tool = text_member(stored, "tool");
   rule.saved_id = id;
   rule.file = "saved rule";
   return rule;

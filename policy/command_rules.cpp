@@ -50,9 +50,12 @@ Match arguments_agree(const CommandRule& rule, const std::vector<std::string>& w
   return Match::yes;
 }
 
-Match rule_matches(const CommandRule& rule, const SimpleCommand& command) {
+// `line_is_plain`: the line reads and writes no file by redirection and
+// sets no variable for later commands (ShellParse), which exact rules need.
+Match rule_matches(const CommandRule& rule, const SimpleCommand& command, bool line_is_plain) {
   if (rule.exact) {
-    return command.words == rule.command && command.wrappers.empty() && !command.sets_variables
+    return line_is_plain && command.words == rule.command && command.fixed_words &&
+                   command.wrappers.empty() && !command.sets_variables
                ? Match::yes
                : Match::no;
   }
@@ -107,6 +110,7 @@ std::string CommandRule::describe() const {
   if (args_match) out += " args_match " + json(args_match->source()).dump();
   if (args_not_match) out += " args_not_match " + json(args_not_match->source()).dump();
   if (exact) out += " exactly";
+  if (!tool.empty()) out += " (" + tool + ")";
   return out;
 }
 
@@ -122,6 +126,7 @@ json CommandRule::to_json() const {
   if (args_match) out["args_match"] = args_match->source();
   if (args_not_match) out["args_not_match"] = args_not_match->source();
   if (exact) out["exact"] = true;
+  if (!tool.empty()) out["tool"] = tool;
   if (saved_id != 0) out["saved_id"] = saved_id;
   return out;
 }
@@ -172,12 +177,13 @@ RuleVerdict evaluate(std::string_view line, const std::vector<CommandRule>& rule
   if (rules.empty()) return verdict;
   ShellParse parse = parse_shell_words(line);
   verdict.uncertain = std::move(parse.uncertain);
+  const bool line_is_plain = parse.file_redirection.empty() && !parse.assigns_variables;
   bool all_allowed = !parse.commands.empty();
   for (SimpleCommand& command : parse.commands) {
     CommandVerdict judged;
     for (const CommandRule& rule : rules) {
       if (rule.decision <= judged.decision) continue;  // a stricter one matched already
-      const Match match = rule_matches(rule, command);
+      const Match match = rule_matches(rule, command, line_is_plain);
       if (match == Match::gave_up && command.uncertain.empty()) {
         command.uncertain = "the regular expression of the rule at " + rule.where() +
                             " gave up on this command (a PCRE2 limit)";

@@ -45,9 +45,14 @@ struct CommandRule {
   Decision decision = Decision::ask;  // allow, ask or deny
   std::string reason;                 // told to the model on deny, to the person on ask
   // Matches only a command whose words are `command`, all of them and no
-  // more, run under no wrapper and setting no variable (no base-name match,
-  // no regexes): the rules `looprctl approve --always` saves.
+  // more, each a fixed word (no $x, $(…), glob), run under no wrapper and
+  // setting no variable, in a line that redirects no file and sets no
+  // variable for later commands (no base-name match, no regexes): the rules
+  // `looprctl approve --always` saves.
   bool exact = false;
+  // The one tool whose calls the rule judges (a saved rule: the tool that
+  // was approved); empty: every tool that runs a command.
+  std::string tool;
   bool from_repository = false;  // a repository's .loopr/loopr.toml (never allow)
   // A rule saved by `looprctl approve --always` (its id in the store); 0: written in a file.
   std::int64_t saved_id = 0;
@@ -58,8 +63,8 @@ struct CommandRule {
   std::string where() const;
   // deny ["git", "push"] args_match "--force"
   std::string describe() const;
-  // {decision, command, args_match?, args_not_match?, exact?, reason, source
-  // (user|repository|saved), file, line, saved_id?}
+  // {decision, command, args_match?, args_not_match?, exact?, tool?, reason,
+  // source (user|repository|saved), file, line, saved_id?}
   nlohmann::json to_json() const;
 };
 

@@ -458,6 +458,7 @@ class Parser {
   // At < > or &>: the operator and its target word, which is not one of
   // the command's words. A here-document's body is read at the next newline.
   void read_redirection() {
+    const std::size_t op_start = pos_;
     bool here_doc = false;
     bool strip_tabs = false;
     if (peek() == '&') {  // &> &>>
@@ -487,8 +488,23 @@ class Parser {
       uncertain("a redirection without its target");
       return;
     }
+    const std::size_t target_start = pos_;
     Word target = read_word();
     if (here_doc) pending_.push_back({target.value, strip_tabs, target.quoted});
+    // What the rules saved by approve --always must know (ShellParse).
+    const std::string op(text_.substr(op_start, target_start - op_start));
+    const bool duplicates =
+        target.literal() && !target.value.empty() &&
+        (target.value == "-" || std::all_of(target.value.begin(), target.value.end(), is_digit)) &&
+        op.find('&') != std::string::npos;
+    if (out_.file_redirection.empty() && !duplicates &&
+        !(target.literal() && target.value == "/dev/null" && !here_doc &&
+          op.find("<<") == std::string::npos)) {
+      std::string shown = op;
+      while (!shown.empty() && is_blank(shown.back()))
+        shown.pop_back();
+      out_.file_redirection = shown + " " + target.value;
+    }
   }
 
   void read_here_doc_bodies() {
@@ -528,6 +544,7 @@ class Parser {
         ++i;
     };
     skip_assignments();
+    if (i > 0 && i >= ws.size()) out_.assigns_variables = true;  // VAR=x alone
     // Reserved words, only where a command name would be.
     while (i < ws.size() && ws[i].literal() && !ws[i].quoted) {
       const std::string& word = ws[i].value;
@@ -587,8 +604,10 @@ class Parser {
           continue;
         }
       }
-      for (std::size_t j = i; j < ws.size(); ++j)
+      for (std::size_t j = i; j < ws.size(); ++j) {
         command.words.push_back(ws[j].value);
+        if (!ws[j].literal()) command.fixed_words = false;
+      }
       break;
     }
     push(std::move(command));

@@ -66,6 +66,8 @@ struct SimpleCommand {
   std::string uncertain;  // why this command cannot be judged; empty when it can
   // It sets variables for the command (VAR=x cmd), which `written` leaves out.
   bool sets_variables = false;
+  // Every word is a fixed word: no expansion ($x, $(…), `…`), glob or brace.
+  bool fixed_words = true;
 
   // written, joined with spaces (for messages).
   std::string text() const;
@@ -76,6 +78,13 @@ struct ShellParse {
   // Why the whole line cannot be read with confidence (the first reason);
   // empty when it can. Set too when one of the commands is uncertain.
   std::string uncertain;
+  // The first redirection that reads or writes a file or a here-document
+  // ("> out.txt", "<<EOF", "<<< text"), as written; empty when there is none
+  // (duplicating a descriptor, 2>&1, and /dev/null do not count).
+  std::string file_redirection;
+  // A statement of assignments alone (`PATH=./bin:$PATH; npm test`): the
+  // variables reach every later command of the line.
+  bool assigns_variables = false;
 };
 
 ShellParse parse_shell_words(std::string_view line);

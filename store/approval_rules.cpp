@@ -10,25 +10,51 @@ namespace loopr::store {
 
 using namespace detail;
 
-Result<std::int64_t> Store::save_approval_rule(const std::string& repo,
-                                               const nlohmann::json& rule) {
-  const std::string text = rule.dump();
-  if (repo.empty() || repo.size() > kMaxToolCallFieldBytes || text.size() > 64 * 1024) {
-    return make_error(errc::internal, "store: a saved rule needs a repository and fits 64 KiB");
+Result<std::vector<std::int64_t>> Store::save_approval_rules(
+    const std::string& repo, const std::vector<nlohmann::json>& rules) {
+  if (repo.empty() || repo.size() > kMaxToolCallFieldBytes) {
+    return make_error(errc::internal, "store: a saved rule needs a repository");
   }
   sqlite3* db = state_->db.get();
-  auto statement = prepare_once(db,
-                                "INSERT INTO approval_rules (repo, rule, saved_at_ms) "
-                                "VALUES (?1, ?2, ?3)",
-                                "saving an approval rule");
-  if (!statement) return std::move(statement).error();
-  sqlite3_stmt* insert = statement->get();
-  int rc = bind_text(insert, 1, repo);
-  if (rc == SQLITE_OK) rc = bind_text(insert, 2, text);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, 3, now_unix_ms());
-  if (rc == SQLITE_OK) rc = sqlite3_step(insert);
-  if (rc != SQLITE_DONE) return store_error(db, rc, "saving an approval rule");
-  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db));
+  auto find = prepare_once(db, "SELECT id FROM approval_rules WHERE repo = ?1 AND rule = ?2",
+                           "saving approval rules");
+  if (!find) return std::move(find).error();
+  auto insert = prepare_once(db,
+                             "INSERT INTO approval_rules (repo, rule, saved_at_ms) "
+                             "VALUES (?1, ?2, ?3)",
+                             "saving approval rules");
+  if (!insert) return std::move(insert).error();
+  // All or none: a rule saved without the others would allow part of the line.
+  Transaction transaction(db);
+  int rc = transaction.begun();
+  if (rc != SQLITE_OK) return store_error(db, rc, "saving approval rules");
+  std::vector<std::int64_t> ids;
+  for (const nlohmann::json& rule : rules) {
+    const std::string text = rule.dump();
+    if (text.size() > 64 * 1024)
+      return make_error(errc::internal, "store: a saved rule fits 64 KiB");
+    // The same rule saved again keeps its first id.
+    sqlite3_reset(find->get());
+    rc = bind_text(find->get(), 1, repo);
+    if (rc == SQLITE_OK) rc = bind_text(find->get(), 2, text);
+    if (rc == SQLITE_OK) rc = sqlite3_step(find->get());
+    if (rc == SQLITE_ROW) {
+      ids.push_back(sqlite3_column_int64(find->get(), 0));
+      continue;
+    }
+    if (rc == SQLITE_DONE) {
+      sqlite3_reset(insert->get());
+      rc = bind_text(insert->get(), 1, repo);
+      if (rc == SQLITE_OK) rc = bind_text(insert->get(), 2, text);
+      if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert->get(), 3, now_unix_ms());
+      if (rc == SQLITE_OK) rc = sqlite3_step(insert->get());
+    }
+    if (rc != SQLITE_DONE) return store_error(db, rc, "saving approval rules");
+    ids.push_back(static_cast<std::int64_t>(sqlite3_last_insert_rowid(db)));
+  }
+  rc = transaction.commit();
+  if (rc != SQLITE_OK) return store_error(db, rc, "saving approval rules");
+  return ids;
 }
 
 Result<std::vector<SavedApprovalRule>> Store::saved_approval_rules(const std::string& repo) const {

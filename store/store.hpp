@@ -316,8 +316,10 @@ class Store {
   Result<std::vector<RepoTrust>> all_repo_trust() const;
 
   // ---- saved approval rules (approval_rules.cpp) ----
-  // Saves `rule` for `repo`; its id.
-  Result<std::int64_t> save_approval_rule(const std::string& repo, const nlohmann::json& rule);
+  // Saves `rules` for `repo`, all or none (one transaction); their ids in
+  // order (a rule already saved for `repo` keeps its id and is not saved twice).
+  Result<std::vector<std::int64_t>> save_approval_rules(const std::string& repo,
+                                                        const std::vector<nlohmann::json>& rules);
   // The rules of `repo` (every repository's when empty), oldest first.
   Result<std::vector<SavedApprovalRule>> saved_approval_rules(const std::string& repo) const;
   // Forgets rule `id`; false when there is none.

@@ -26,33 +26,58 @@ std::string change_of(std::string_view status) {
   return "modified";  // M, T (a file made a link or back)
 }
 
-// Removes everything in the folder `folder` (opened without following a
-// link), then nothing else: links in it are removed, never followed.
-Result<void> empty_folder(int folder, const std::string& shown) {
-  const int listing = ::dup(folder);
+// Folders nested deeper than this in a new protected folder are not
+// followed: the removal fails, and with it the loop (fail closed), instead of
+// holding a descriptor per level.
+constexpr int kMaxRemovalDepth = 256;
+
+// The names in the folder `folder`, read through a descriptor of their own
+// that is closed before any of them is looked at.
+Result<std::vector<std::string>> names_in(int folder, const std::string& shown) {
+  const int listing = ::fcntl(folder, F_DUPFD_CLOEXEC, 0);
   if (listing < 0) return errno_error(errno, "look into the protected path's new folder", shown);
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(listing), &::closedir);
   if (!dir) {
     ::close(listing);
     return errno_error(errno, "look into the protected path's new folder", shown);
   }
+  ::rewinddir(dir.get());
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir.get())) {
     const std::string_view name = entry->d_name;
     if (name != "." && name != "..") names.emplace_back(name);
   }
-  for (const std::string& name : names) {
+  return names;
+}
+
+// Removes everything in the folder `folder` (opened without following a
+// link), then nothing else: links in it are removed, never followed.
+// `shown` names the protected path in errors.
+Result<void> empty_folder(int folder, const std::string& shown, int depth) {
+  if (depth > kMaxRemovalDepth) {
+    return make_error(errc::io,
+                      "the protected path's new folder " + shown + " nests more than " +
+                          std::to_string(kMaxRemovalDepth) + " folders deep",
+                      "remove it by hand; loopr leaves the loop failed rather than validate "
+                      "with it");
+  }
+  auto names = names_in(folder, shown);
+  if (!names) return std::move(names).error();
+  for (const std::string& name : *names) {
     struct stat info {};
     if (::fstatat(folder, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;
       return errno_error(errno, "look at a file in the protected path's new folder", shown);
     }
     if (S_ISDIR(info.st_mode)) {
-      const UniqueFd inner =
-          open_no_symlinks(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH);
-      if (!inner)
-        return errno_error(errno, "open a folder in the protected path's new folder", shown);
-      if (auto emptied = empty_folder(inner.get(), shown + "/" + name); !emptied) return emptied;
+      {
+        const UniqueFd inner =
+            open_no_symlinks(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH);
+        if (!inner) {
+          return errno_error(errno, "open a folder in the protected path's new folder", shown);
+        }
+        if (auto emptied = empty_folder(inner.get(), shown, depth + 1); !emptied) return emptied;
+      }
       if (::unlinkat(folder, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         return errno_error(errno, "remove a folder in the protected path's new folder", shown);
       }
@@ -95,7 +120,7 @@ Result<bool> remove_untracked(const std::string& worktree, const std::string& pa
     const UniqueFd folder =
         open_no_symlinks(parent.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_BENEATH);
     if (!folder) return errno_error(errno, "open the protected path's new folder", shown);
-    if (auto emptied = empty_folder(folder.get(), shown); !emptied) return emptied.error();
+    if (auto emptied = empty_folder(folder.get(), shown, 1); !emptied) return emptied.error();
     if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
       return errno_error(errno, "remove the protected path's new folder", shown);
     }

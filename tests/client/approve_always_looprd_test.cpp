@@ -24,7 +24,10 @@ using ::testing::HasSubstr;
 class ApproveAlways : public ::testing::Test {
  protected:
   explicit ApproveAlways(std::string extra = "")
-      : daemon_(DaemonOptions{"[approval.tools]\nrun_command = \"ask\"\n" + extra, {}, {}}) {}
+      : daemon_(DaemonOptions{
+            "[approval.tools]\nrun_command = \"ask\"\nrun_command_isolated = \"ask\"\n" + extra,
+            {},
+            {}}) {}
   void SetUp() override { daemon_.start(); }
 
   CtlRun ctl(std::vector<std::string> args, std::string stdin_text = "") {
@@ -68,8 +71,9 @@ TEST_F(ApproveAlways, TheExactCommandStopsAskingAndNothingBroaderDoes) {
     EXPECT_EQ(approved.exit_code, 0) << approved.out << approved.err;
     // Shown before it is saved, then saved and approved.
     EXPECT_THAT(approved.out, HasSubstr("would save 1 rule for "));
-    EXPECT_THAT(approved.out, HasSubstr("allow exactly [\"echo\", \"hi\"]"));
-    EXPECT_THAT(approved.out, HasSubstr("saved rule 1: allow exactly [\"echo\", \"hi\"]"));
+    EXPECT_THAT(approved.out, HasSubstr("allow exactly [\"echo\", \"hi\"] (run_command)"));
+    EXPECT_THAT(approved.out,
+                HasSubstr("saved rule 1: allow exactly [\"echo\", \"hi\"] (run_command)"));
     EXPECT_THAT(approved.out, HasSubstr("approved " + id));
   }
   EXPECT_EQ(first["status"], "success") << first.dump();
@@ -89,11 +93,28 @@ TEST_F(ApproveAlways, TheExactCommandStopsAskingAndNothingBroaderDoes) {
   }
   EXPECT_EQ(broader["status"], "denied");
 
+  // Only for the tool approved: the same command in the other one asks.
+  json isolated;
+  {
+    std::jthread caller([this, &isolated] {
+      isolated = daemon_.tool("run_command_isolated", {{"command", "echo hi"}});
+    });
+    const std::string id = waiting_id();
+    ASSERT_FALSE(id.empty()) << "run_command's rule let run_command_isolated run without asking";
+    daemon_.call("approval.deny", {{"id", id}});
+  }
+  EXPECT_EQ(isolated["status"], "denied");
+
   // Listed, counted by policy check, forgotten.
   const CtlRun listed = ctl({"policy", "rules"});
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_THAT(listed.out, HasSubstr("allow [\"echo\",\"hi\"] exactly"));
-  EXPECT_THAT(listed.out, HasSubstr(daemon_.worktree()));
+  EXPECT_THAT(listed.out, HasSubstr("allow [\"echo\",\"hi\"] exactly (run_command)"));
+  const CtlRun listed_json = ctl({"--json", "policy", "rules"});
+  ASSERT_EQ(listed_json.exit_code, 0) << listed_json.err;
+  const json rows = json::parse(listed_json.out)["rules"];
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["repo"], daemon_.worktree());
+  EXPECT_EQ(rows[0]["rule"]["tool"], "run_command");
   const CtlRun checked = ctl({"policy", "check", "--repo", daemon_.worktree(), "--", "echo hi"});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
   EXPECT_THAT(checked.out, HasSubstr("saved rule 1"));
@@ -124,7 +145,8 @@ TEST_F(ApproveAlways, AnsweringNoSavesNothingAndTheCallStillWaits) {
 }
 
 TEST_F(ApproveAlways, NoRuleIsOfferedForWhatCannotBeSaidExactly) {
-  for (const std::string command : {"CI=1 echo hi", "sh -c 'echo hi'", "$SHELL -c true"}) {
+  for (const std::string command :
+       {"CI=1 echo hi", "sh -c 'echo hi'", "$SHELL -c true", "cat > notes.txt <<'EOF'\nhi\nEOF"}) {
     json result;
     std::jthread caller = call(command, result);
     const std::string id = waiting_id();

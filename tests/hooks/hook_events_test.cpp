@@ -120,5 +120,18 @@ TEST(HookEvents, AHugeEventIsCutToTheCapAndStaysValidJson) {
   EXPECT_THAT(input["output"]["content"].get<std::string>(), HasSubstr("bytes cut]"));
 }
 
+TEST(HookEvents, AnEventOfManyShortStringsIsCutToTheCapToo) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i)
+    lines.push_back("src/file" + std::to_string(i) + ".c");
+  const std::string text =
+      hook_input("tool.after", {{"tool", "glob"}, {"output", {{"matches", lines}}}});
+  EXPECT_LE(text.size(), kMaxHookInputBytes);
+  const json input = json::parse(text);
+  EXPECT_EQ(input["event"], "tool.after");
+  EXPECT_EQ(input["tool"], "glob");
+  EXPECT_THAT(input["output"].get<std::string>(), HasSubstr("bytes cut]"));
+}
+
 }  // namespace
 }  // namespace loopr::hooks

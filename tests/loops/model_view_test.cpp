@@ -60,13 +60,21 @@ TEST(ToolResultView, ACommandIsExitCodeDurationAndItsMergedOutput) {
 TEST(ToolResultView, TheHooksNotesComeFirst) {
   json outcome = command_outcome("built\n", "", 0, {{"output", "built\n"}});
   outcome["hook_notes"] = {"lint is clean", "formatted 1 file"};
-  EXPECT_THAT(full_view(view_of("run_command"), outcome),
+  EXPECT_THAT(capped_view(view_of("run_command"), "c1", outcome, 16384).text,
               StartsWith("[hook: lint is clean]\n[hook: formatted 1 file]\nexit code 0"));
+  // Not part of the view read_output pages.
+  EXPECT_THAT(full_view(view_of("run_command"), outcome), StartsWith("exit code 0"));
   const json failed = {{"ok", false},
                        {"error", {{"code", "refused_by_hook"}, {"message", "no"}}},
                        {"hook_notes", {"seen"}}};
-  EXPECT_THAT(full_view(view_of("run_command"), failed),
+  EXPECT_THAT(capped_view(view_of("run_command"), "c1", failed, 16384).text,
               StartsWith("[hook: seen]\n{\"error\":{\"code\":\"refused_by_hook\""));
+  // A read_file page keeps its whole cap for the file.
+  json read = {{"ok", true},
+               {"output", {{"content", "     1|x\n"}, {"total_lines", 1}, {"path", "a.c"}}},
+               {"hook_notes", {std::string(3000, 'n')}}};
+  const CappedView page = capped_view(view_of("read_file"), "c2", read, 200);
+  EXPECT_THAT(page.text, HasSubstr("1|x"));
 }
 
 // Issue 25: the limit that stopped a command and each connection the egress

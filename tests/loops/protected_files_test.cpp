@@ -237,6 +237,29 @@ TEST_F(ProtectedRestoreTest, IgnoredFilesInProtectedPlacesAreRemovedToo) {
   EXPECT_TRUE(exists(".gitignore")) << "not protected: the model's to change";
 }
 
+// A new folder in a protected place is removed whole, links in it removed
+// and not followed; one nested deeper than the removal follows fails the
+// restore (and so the loop) rather than holding a descriptor per level.
+TEST_F(ProtectedRestoreTest, ANewNestedFolderGoesWholeAndATooDeepOneFailsClosed) {
+  tree_.write(wt_ + "tests/new/a/b/c.sh", "exit 0\n");
+  tree_.write("outside/keep.txt", "kept\n");
+  ASSERT_EQ(::symlink(tree_.path("outside").c_str(), tree_.path(wt_ + "tests/new/a/out").c_str()),
+            0);
+  auto restored = restore();
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_FALSE(exists("tests/new"));
+  EXPECT_EQ(tree_.read("outside/keep.txt"), "kept\n");
+
+  std::string deep = wt_ + "tests/deep";
+  for (int i = 0; i < 300; ++i)
+    deep += "/d";
+  tree_.write(deep.substr(0) + "/x.sh", "exit 0\n");
+  auto refused = restore();
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("nests more than 256 folders deep"), std::string::npos)
+      << refused.error().message;
+}
+
 // The protected folder replaced by a link to the model's own tests, under
 // either form of pattern, and a repository made inside it: the link and the
 // repository go, the folder comes back as the base commit has it, and

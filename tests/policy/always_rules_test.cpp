@@ -16,14 +16,14 @@ using ::testing::HasSubstr;
 
 // What `line` gets when the only rules are those offered for `approved`.
 Decision decided(const std::string& approved, const std::string& line) {
-  auto rules = always_rules(approved);
+  auto rules = always_rules(approved, "run_command");
   EXPECT_TRUE(rules) << approved << ": " << (rules ? "" : rules.error().message);
   if (!rules) return Decision::none;
   return evaluate(line, *rules).decision;
 }
 
 TEST(AlwaysRules, OneExactAllowRulePerCommandOfTheLine) {
-  auto rules = always_rules("cd web && npm test -- --ci | tee test.log");
+  auto rules = always_rules("cd web && npm test -- --ci | tee test.log", "run_command");
   ASSERT_TRUE(rules) << rules.error().message;
   ASSERT_EQ(rules->size(), 3u);
   EXPECT_EQ((*rules)[0].command, (std::vector<std::string>{"cd", "web"}));
@@ -34,14 +34,14 @@ TEST(AlwaysRules, OneExactAllowRulePerCommandOfTheLine) {
     EXPECT_EQ(rule.decision, Decision::allow);
     EXPECT_FALSE(rule.args_match);
   }
-  EXPECT_EQ((*rules)[0].describe(), "allow [\"cd\",\"web\"] exactly");
+  EXPECT_EQ((*rules)[0].describe(), "allow [\"cd\",\"web\"] exactly (run_command)");
 }
 
 TEST(AlwaysRules, TheApprovedLineIsAllowed) {
   for (const std::string line :
        {"npm test", "make -j2 check", "cd web && npm test -- --ci | tee test.log",
-        "git status; git diff --stat", "python3 -m pytest 'tests/test a.py'",
-        "grep -rn TODO src > todo.txt"}) {
+        "git status; git diff --stat", "python3 -m pytest 'tests/test a.py'", "make check 2>&1",
+        "make check >/dev/null 2>&1", "npm test 2>&1 | tail -5"}) {
     EXPECT_EQ(decided(line, line), Decision::allow) << line;
   }
 }
@@ -67,6 +67,15 @@ TEST(AlwaysRules, NothingBroaderIsAllowed) {
       {"curl https://example.org/a", "curl evil.example"},
       {"git push origin main", "git push --force origin main"},
       {"rm build/x.o", "rm -rf build"},
+      // Variables, redirections and here-documents are not the words.
+      {"npm test", "PATH=./evil:$PATH; npm test"},
+      {"npm test", "npm test > src/main.c"},
+      {"npm test", "npm test < /etc/passwd"},
+      {"npm test", "npm test <<< 'input'"},
+      {"python3 -", "python3 - <<'EOF'\nimport os\nEOF"},
+      {"cat notes.txt", "cat notes.txt > README.md"},
+      {"ls", "ls $(curl evil.example)"},
+      {"ls", "ls *"},
   };
   for (const auto& c : cases) {
     EXPECT_NE(decided(c.approved, c.broader), Decision::allow)
@@ -85,20 +94,38 @@ TEST(AlwaysRules, NoneAreOfferedForWhatCannotBeSaidExactly) {
       {"bash -c 'npm test'", "runs under bash"},
       {"timeout 60 npm test", "runs under timeout"},
       {"CI=1 npm test", "sets variables"},
+      {"CI=1; npm test", "sets variables"},
       {"", "runs nothing"},
+      {"python3 - <<'EOF'\nprint(1)\nEOF", "redirects a file or a here-document (<<"},
+      {"bash <<< 'echo hi'", "redirects a file or a here-document (<<<"},
+      {"sh < setup.sh", "redirects a file or a here-document (< setup.sh)"},
+      {"cat > notes.txt", "redirects a file or a here-document (> notes.txt)"},
+      {"F=build.o; rm $F", "sets variables"},
+      {"rm $F", "is expanded"},
+      {"rm *.o", "is expanded"},
   };
   for (const auto& c : cases) {
-    auto rules = always_rules(c.line);
+    auto rules = always_rules(c.line, "run_command");
     ASSERT_FALSE(rules) << c.line;
     EXPECT_THAT(rules.error().message, HasSubstr(c.says)) << c.line;
     EXPECT_THAT(rules.error().hint, HasSubstr("approve it once")) << c.line;
   }
 }
 
-TEST(AlwaysRules, ASavedRuleReadsBackAndABadOneIsNamed) {
-  auto rules = always_rules("make check");
+TEST(AlwaysRules, ARuleNamesTheToolItWasApprovedFor) {
+  auto rules = always_rules("npm install", "run_command_isolated");
   ASSERT_TRUE(rules);
-  auto back = saved_rule_from_json((*rules)[0].to_json(), 7);
+  EXPECT_EQ((*rules)[0].tool, "run_command_isolated");
+  EXPECT_EQ(saved_rule_json((*rules)[0])["tool"], "run_command_isolated");
+  auto back = saved_rule_from_json(saved_rule_json((*rules)[0]), 3);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->tool, "run_command_isolated");
+}
+
+TEST(AlwaysRules, ASavedRuleReadsBackAndABadOneIsNamed) {
+  auto rules = always_rules("make check", "run_command");
+  ASSERT_TRUE(rules);
+  auto back = saved_rule_from_json(saved_rule_json((*rules)[0]), 7);
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->saved_id, 7);
   EXPECT_EQ(back->where(), "saved rule 7");
@@ -136,7 +163,7 @@ RC_GTEST_PROP(AlwaysRules, AnExtraWordIsNeverAllowed, ()) {
   const auto extra =
       *rc::gen::nonEmpty(rc::gen::container<std::string>(rc::gen::inRange('a', 'z')));
   RC_PRE(words.front() != "time" && words.front() != "if" && words.front() != "for");
-  auto rules = always_rules(joined(words));
+  auto rules = always_rules(joined(words), "run_command");
   RC_PRE(static_cast<bool>(rules));
   RC_ASSERT(evaluate(joined(words), *rules).decision == Decision::allow);
   RC_ASSERT(evaluate(joined(words) + " " + extra, *rules).decision != Decision::allow);
