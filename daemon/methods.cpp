@@ -103,6 +103,13 @@ const std::vector<std::string_view> kEventTopics = {"tool",
 
 }  // namespace
 
+Error as_invalid_params(Error error) {
+  if (error.code == errc::io) return error;
+  if (!error.details.is_object()) error.details = json::object();
+  error.details["rpc_code"] = static_cast<int>(proto::ControlErrorCode::invalid_params);
+  return error;
+}
+
 MethodRegistry::MethodRegistry(DaemonServices services) : services_(std::move(services)) {
   add_core_methods();
   add_loop_methods();

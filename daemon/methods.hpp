@@ -112,6 +112,11 @@ class MethodRegistry {
   std::map<std::string, Entry, std::less<>> methods_;
 };
 
+// A request that cannot be done as asked (no such folder, no file to trust,
+// a command no rule can be offered for) as -32602, its message and hint
+// kept; a store failure (errc::io) stays as it is.
+Error as_invalid_params(Error error);
+
 // ---- add() and call_typed(), used by every *_methods.cpp ----
 
 namespace method_detail {

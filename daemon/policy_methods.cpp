@@ -18,9 +18,8 @@ namespace {
 using nlohmann::json;
 
 Error bad_request(std::string message, std::string hint) {
-  Error error = make_error(errc::invalid_arguments, std::move(message), std::move(hint));
-  error.details = {{"rpc_code", static_cast<int>(proto::ControlErrorCode::invalid_params)}};
-  return error;
+  return as_invalid_params(
+      make_error(errc::invalid_arguments, std::move(message), std::move(hint)));
 }
 
 json saved_json(const store::SavedApprovalRule& row) {
@@ -45,11 +44,7 @@ Result<proto::Document> MethodRegistry::approval_always(const proto::ApprovalAlw
             " = \"auto\" in your loopr.toml to stop asking");
   }
   auto rules = policy::always_rules(*waiting->command, waiting->tool);
-  if (!rules) {
-    Error error = std::move(rules).error();
-    error.details = {{"rpc_code", static_cast<int>(proto::ControlErrorCode::invalid_params)}};
-    return error;
-  }
+  if (!rules) return as_invalid_params(std::move(rules).error());
   const std::string repo =
       waiting->repo.empty() ? memory::repository_of(waiting->worktree) : waiting->repo;
   // With them saved, would the command run without asking?

@@ -11,15 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// A request that cannot be done as asked (no such folder, no file to trust,
-// a file that cannot be used) is -32602; a store failure stays internal.
-Error as_invalid_params(Error error) {
-  if (error.code == errc::io) return error;
-  if (!error.details.is_object()) error.details = json::object();
-  error.details["rpc_code"] = static_cast<int>(proto::ControlErrorCode::invalid_params);
-  return error;
-}
-
 // The folder as the repository it belongs to (its top folder).
 Result<std::string> repository_of(const proto::RepoParams& params) {
   auto repo = repos::repository_of(params.repo);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/ascii_text.hpp"
 #include "common/utf8.hpp"
 
 namespace loopr::hooks {
@@ -13,9 +14,7 @@ using nlohmann::json;
 // `text` trimmed of surrounding white space and cut to `max` bytes on a
 // UTF-8 boundary, saying so.
 std::string message_text(std::string_view text, std::size_t max) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+  text = trim_space(text);
   if (text.size() <= max) return to_lossy_utf8(text);
   return to_lossy_utf8(text.substr(0, utf8_safe_prefix(text, max))) +
          " [loopr: " + std::to_string(text.size() - max) + " bytes cut]";
