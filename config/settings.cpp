@@ -162,6 +162,8 @@ class SettingsReader {
         context(v);
       } else if (key == "notify") {
         notify(v);
+      } else if (key == "cluster") {
+        cluster(v);
       } else if (key == "validation") {
         validation(v);
       } else if (key == "hooks") {
@@ -176,8 +178,8 @@ class SettingsReader {
              "[commands], [egress], [web_fetch], [web_search], [loops.*], [providers.*], [llm], "
              "[prices.*], "
              "[budgets.loop], [budgets.global], [budgets.plan], [loop_health], [worktrees], "
-             "[scheduler], [merges], [memory], [oracle], [context], [notify], [validation], "
-             "[[hooks]] "
+             "[scheduler], [merges], [memory], [oracle], [context], [notify], [cluster], "
+             "[validation], [[hooks]] "
              "and [[repositories]]");
       }
     }
@@ -872,6 +874,59 @@ class SettingsReader {
                 {"max_per_minute", integer_in(n.max_per_minute, 1, 600, "notifications")}});
   }
 
+  void cluster(const toml::value& table) {
+    auto& c = s_.cluster;
+    const auto labels = [](std::vector<std::string>& field) -> KeyReader {
+      return [&field](const toml::value& v, const std::string& key) {
+        field = detail::read_string_list(v, key);
+        for (const std::string& label : field) {
+          if (!cluster_label_valid(label)) {
+            fail(v, key,
+                 "\"" + label +
+                     "\" is not a label: 1-64 letters, digits, '_', '-' or '=' (\"gpu\", "
+                     "\"arch=arm64\")");
+          }
+        }
+      };
+    };
+    read_table(table, "cluster",
+               {{"nats_url",
+                 [&c](const toml::value& v, const std::string& key) {
+                   c.nats_url = detail::read_string(v, key);
+                   if (!c.nats_url.empty() && !c.nats_url.starts_with("nats://") &&
+                       !c.nats_url.starts_with("tls://")) {
+                     fail(v, key, "must start with nats:// or tls:// (\"nats://HOST:4222\")");
+                   }
+                 }},
+                {"creds_file", path_of(c.creds_file, true)},
+                {"tls_ca_file", path_of(c.tls_ca_file, true)},
+                {"tls_cert_file", path_of(c.tls_cert_file, true)},
+                {"tls_key_file", path_of(c.tls_key_file, true)},
+                {"lanes",
+                 [&c](const toml::value& v, const std::string& key) {
+                   c.lanes = detail::read_string_list(v, key);
+                   for (const std::string& lane : c.lanes) {
+                     if (lane != lanes::no_net && lane != lanes::net && lane != lanes::heavy) {
+                       fail(v, key, "unknown lane \"" + lane + "\"; lanes are no-net, net, heavy");
+                     }
+                   }
+                 }},
+                {"require_labels", labels(c.require_labels)},
+                {"queue_timeout_s", integer_in(c.queue_timeout_s, 1, 86400, "seconds")},
+                {"on_queue_timeout",
+                 [&c](const toml::value& v, const std::string& key) {
+                   c.on_queue_timeout = detail::read_choice(v, key, {"local", "fail"});
+                 }},
+                {"ack_wait_s", integer_in(c.ack_wait_s, 1, 3600, "seconds")},
+                {"admit", text_list(c.admit)},
+                {"stream", [&c](const toml::value& v, const std::string& key) {
+                   c.stream = detail::read_string(v, key);
+                   if (!cluster_label_valid(c.stream) || c.stream.find('=') != std::string::npos) {
+                     fail(v, key, "a stream name is 1-64 letters, digits, '_' or '-'");
+                   }
+                 }}});
+  }
+
   Settings& s_;
   const EnvLookup& env_;
 };
@@ -887,6 +942,19 @@ class SettingsReader {
 
 // Checks that span sections, once a whole document has been applied.
 void check_consistency(const Settings& s) {
+  if (s.cluster.configured()) {
+    if (s.cluster.creds_file.empty() && !cluster_url_is_loopback(s.cluster.nats_url)) {
+      fail_at_origin(s, "cluster.nats_url",
+                     "a NATS server that is not on this machine needs credentials: set "
+                     "[cluster] creds_file to the .creds or nkey seed file loopr's NATS user was "
+                     "given (docs/cluster.md)");
+    }
+    if (s.cluster.tls_cert_file.empty() != s.cluster.tls_key_file.empty()) {
+      fail_at_origin(
+          s, s.cluster.tls_cert_file.empty() ? "cluster.tls_key_file" : "cluster.tls_cert_file",
+          "a client certificate needs both tls_cert_file and tls_key_file");
+    }
+  }
   if (s.oracle.configured() && s.providers.count(s.oracle.provider) == 0) {
     std::vector<std::string> names;
     for (const auto& [name, p] : s.providers)
@@ -983,6 +1051,32 @@ Settings merged(const Settings& base, const toml::value& document, const EnvLook
 }
 
 }  // namespace
+
+bool cluster_label_valid(std::string_view label) {
+  if (label.empty() || label.size() > 64) return false;
+  for (const char c : label) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '=';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool cluster_url_is_loopback(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return false;
+  std::string_view rest = url.substr(scheme + 3);
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+  std::string_view host;
+  if (rest.starts_with("[")) {
+    const auto close = rest.find(']');
+    if (close == std::string_view::npos) return false;
+    host = rest.substr(1, close - 1);
+  } else {
+    host = rest.substr(0, rest.find_first_of(":/,"));
+  }
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
 
 std::string_view to_string(LogLevel level) {
   switch (level) {

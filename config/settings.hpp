@@ -406,6 +406,40 @@ struct NotifySettings {
   bool configured() const { return !webhook_url.empty(); }
 };
 
+// [cluster]: heavy-lane jobs on worker machines through NATS JetStream
+// (cluster/, docs/cluster.md, issue 28). Unset nats_url: every lane runs on
+// this machine's runners. No secret is ever written here: the credentials
+// live in creds_file, a NATS .creds file or an nkey seed file.
+// A worker label or a label a job requires: 1-64 of [A-Za-z0-9_=-], so it
+// can be a token of a NATS subject.
+bool cluster_label_valid(std::string_view label);
+// True when a nats:// or tls:// URL's host is 127.0.0.0/8, ::1 or localhost.
+bool cluster_url_is_loopback(std::string_view url);
+
+struct ClusterSettings {
+  std::string nats_url;    // nats://HOST:PORT or tls://HOST:PORT; empty: no cluster
+  std::string creds_file;  // required unless the URL's host is loopback
+  std::string tls_ca_file;
+  std::string tls_cert_file;  // with tls_key_file: a client certificate
+  std::string tls_key_file;
+  std::vector<std::string> lanes = {"heavy"};  // lanes whose jobs go to workers
+  // Labels every job requires of the worker that takes it ("gpu",
+  // "arch=arm64"); a worker takes a job only when it has them all.
+  std::vector<std::string> require_labels;
+  // A job no worker started within this long runs here ("local") or fails
+  // ("fail").
+  std::int64_t queue_timeout_s = 60;
+  std::string on_queue_timeout = "local";
+  // The JetStream acknowledgement deadline: a worker that neither finishes
+  // nor heartbeats within it has its job redelivered to another.
+  std::int64_t ack_wait_s = 30;
+  // Worker ids whose results are accepted; empty: any worker that NATS let
+  // publish on loopr's subjects (its own credentials).
+  std::vector<std::string> admit;
+  std::string stream = "LOOPR_JOBS";  // the JetStream work-queue stream
+  bool configured() const { return !nats_url.empty(); }
+};
+
 struct LlmSettings {
   std::string provider = "anthropic";  // a key of Settings::providers
   // Providers to ask a model turn of, in order, when the loop's own stays
@@ -439,6 +473,7 @@ struct Settings {
   MemorySettings memory;
   OracleSettings oracle;
   NotifySettings notify;
+  ClusterSettings cluster;
   ContextSettings context;
   ValidationSettings validation;
   std::vector<HookSettings> hooks;  // [[hooks]], in the order written

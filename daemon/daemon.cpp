@@ -88,6 +88,12 @@ Daemon::Daemon(DaemonOptions options)
       std::make_unique<ToolRouter>(io_, options_.settings, std::move(catalog), std::move(lane_map),
                                    approvals_, events_, metrics_, store_, reads_);
   router_->set_egress_proxy(egress_.get());
+  if (options_.settings.cluster.configured()) {
+    cluster_ = std::make_unique<cluster::ClusterLink>(
+        io_, options_.settings.cluster, options_.paths.state_dir + "/cluster",
+        [this](const proto::OutputChunk& chunk) { publish_output(chunk); });
+    router_->set_cluster(cluster_.get());
+  }
   notebook_ = std::make_unique<memory::Notebook>(store_, options_.settings.memory);
   host_memory_tools(*router_, *notebook_);
   host_oracle(*router_, reads_, options_.settings,
@@ -120,11 +126,11 @@ Daemon::Daemon(DaemonOptions options)
   std::vector<RunnerLink*> lanes;
   for (auto& lane : lanes_)
     lanes.push_back(lane.get());
-  methods_ = std::make_unique<MethodRegistry>(
-      DaemonServices{*router_, *loops_, approvals_, events_, metrics_, lanes,
-                     [this] { return server_ ? server_->client_count() : 0; },
-                     [this] { request_shutdown("daemon.shutdown"); }, started_,
-                     [this] { return shutting_down_; }, *notebook_, store_, options_.settings});
+  methods_ = std::make_unique<MethodRegistry>(DaemonServices{
+      *router_, *loops_, approvals_, events_, metrics_, lanes,
+      [this] { return server_ ? server_->client_count() : 0; },
+      [this] { request_shutdown("daemon.shutdown"); }, started_, [this] { return shutting_down_; },
+      *notebook_, store_, options_.settings, cluster_.get()});
   server_ = std::make_unique<ControlServer>(
       io_, options_.paths.socket_path,
       [this](ClientSession& session, proto::Request request) {
@@ -343,6 +349,7 @@ asio::awaitable<void> Daemon::shut_down() {
   // resumes them from the store.
   co_await loops_->stop();
   approvals_.close("looprd is shutting down");
+  if (cluster_) cluster_->stop();
   std::size_t lanes_running = lanes_.size();
   Wakeup lanes_stopped(io_.get_executor());
   for (auto& lane : lanes_) {
@@ -367,6 +374,7 @@ asio::awaitable<void> Daemon::shut_down() {
 int Daemon::run() {
   for (auto& lane : lanes_)
     lane->start();
+  if (cluster_) cluster_->start();
   if (auto resumed = loops_->start(); !resumed) {
     spdlog::error("cannot resume the loops in the store: {}", resumed.error().message);
   }

@@ -97,6 +97,9 @@ class Daemon {
   std::vector<std::unique_ptr<RunnerLink>> lanes_;
   // [[hooks]] set: the user's hooks; the router and the event bus call them.
   std::unique_ptr<hooks::HookRunner> hooks_;
+  // Workers on other machines ([cluster]); null without one. Outlives the
+  // router, which holds it.
+  std::unique_ptr<cluster::ClusterLink> cluster_;
   std::unique_ptr<ToolRouter> router_;
   std::unique_ptr<memory::Notebook> notebook_;
   std::unique_ptr<ProviderRegistry> providers_;

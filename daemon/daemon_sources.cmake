@@ -33,7 +33,7 @@ target_compile_definitions(loopr_daemon PRIVATE LOOPR_DAEMON_VERSION="${PROJECT_
 # operator new with its matching delete) as mismatched (GCC bug 109224).
 target_compile_options(loopr_daemon PUBLIC $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)
 target_link_libraries(loopr_daemon PUBLIC loopr_common loopr_proto loopr_config loopr_json_schema
-                                          loopr_store loopr_memory loopr_repos loopr_oracle loopr_llm loopr_loops loopr_notify loopr_hooks loopr_egress_proxy spdlog::spdlog
+                                          loopr_store loopr_memory loopr_repos loopr_oracle loopr_llm loopr_loops loopr_notify loopr_hooks loopr_cluster_link loopr_egress_proxy spdlog::spdlog
                                           Threads::Threads)
 loopr_target_options(loopr_daemon)
 

@@ -329,7 +329,9 @@ Result<proto::Document> MethodRegistry::metrics_get() const {
               {"calls", services_.metrics.calls_json()},
               {"egress", services_.metrics.egress_json()},
               {"lanes", std::move(lanes)},
-              {"runner_restarts", services_.metrics.total_runner_restarts()}};
+              {"runner_restarts", services_.metrics.total_runner_restarts()},
+              {"cluster", services_.cluster != nullptr ? services_.cluster->status_json()
+                                                       : json{{"configured", false}}}};
 }
 
 }  // namespace loopr::daemon

@@ -51,6 +51,8 @@ struct DaemonServices {
   // repo.* (repo_methods.cpp): the trust records and the settings they resolve.
   store::Store& store;
   const config::Settings& settings;
+  // Workers on other machines ([cluster]); null without one.
+  cluster::ClusterLink* cluster = nullptr;
 };
 
 // CMake's project version (LOOPR_DAEMON_VERSION, daemon_sources.cmake).

@@ -233,6 +233,7 @@ json ToolCallOutcome::to_json() const {
   out["exit_code"] = exit_code ? json(*exit_code) : json(nullptr);
   if (error) out["error"] = error->to_json();
   if (!hook_notes.empty()) out["hook_notes"] = hook_notes;
+  out["worker"] = worker;
   return out;
 }
 
@@ -662,7 +663,33 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       events_.publish("tool.queued", std::move(queued_event));
     }
   }
-  LaneReply reply = co_await lane->second->run(std::move(job), handling);
+  LaneReply reply;
+  std::string worker = store::kLocalWorker;
+  bool ran_on_worker = false;
+  if (cluster_ != nullptr && cluster_->routes(tool->lane)) {
+    // A worker on another machine (docs/cluster.md); it says when the call
+    // must run here instead (NATS unreachable, no worker in time, ...).
+    proto::Job remote_job = job;
+    std::string remote_lane = tool->lane;
+    std::string remote_repo = request.repo;
+    cluster::RemoteReply remote = co_await cluster_->run(
+        std::move(remote_job), std::move(remote_lane), std::move(remote_repo));
+    if (remote.run_locally) {
+      spdlog::info("call {} ({}) runs on this machine: {}", call_id, tool->name, remote.why_local);
+      json local_event = {{"call_id", call_id},
+                          {"tool", tool->name},
+                          {"lane", tool->lane},
+                          {"reason", remote.why_local}};
+      if (!request.loop_id.empty()) local_event["loop_id"] = request.loop_id;
+      events_.publish("tool.ran_locally", std::move(local_event));
+    } else {
+      reply.result = std::move(remote.result);
+      reply.link_error = std::move(remote.link_error);
+      worker = remote.worker.empty() ? std::string("unknown") : remote.worker;
+      ran_on_worker = true;
+    }
+  }
+  if (!ran_on_worker) reply = co_await lane->second->run(std::move(job), handling);
   const std::vector<egress::NetConnection> refused =
       token.empty() ? std::vector<egress::NetConnection>() : egress_->forget(token);
   active_.erase(call_id);
@@ -675,6 +702,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   done.tool = tool->name;
   done.lane = tool->lane;
   done.retried = reply.retried;
+  done.worker = worker;
   // A caller that went away never saw the result: its session learns nothing.
   if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
   co_await after_hooks(done, std::move(hook_call), std::move(before_notes));
@@ -857,6 +885,7 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
   record.truncated = outcome.truncated;
   record.error_code = outcome.error ? outcome.error->code : std::string();
   record.started_at_ms = started_unix_ms;
+  record.worker = outcome.worker;
   if (auto stored = store_.record_tool_call(record); !stored) {
     spdlog::error("cannot record call {} in the store: {}", outcome.call_id,
                   stored.error().message);
@@ -866,6 +895,7 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
                          {"ok", outcome.ok},           {"duration_ms", outcome.duration_ms}};
   if (!request.loop_id.empty()) finished_event["loop_id"] = request.loop_id;
   if (outcome.retried) finished_event["retried"] = true;
+  finished_event["worker"] = outcome.worker;
   events_.publish("tool.finished", std::move(finished_event));
 }
 
@@ -882,6 +912,7 @@ bool ToolRouter::cancel(const std::string& call_id) {
     it->second.cancel->cancel();
     return true;
   }
+  if (cluster_ != nullptr && cluster_->cancel(call_id)) return true;
   auto lane = lanes_.find(it->second.lane);
   return lane != lanes_.end() && lane->second->cancel(call_id);
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "budget/budget.hpp"
+#include "cluster/cluster_link.hpp"
 #include "common/error.hpp"
 #include "config/catalog.hpp"
 #include "config/settings.hpp"
@@ -99,6 +100,9 @@ struct ToolCallOutcome {
   // What the user's tool.before and tool.after hooks said (hooks/), in order;
   // the model reads them with the result.
   std::vector<std::string> hook_notes;
+  // Who ran it: a worker's id when [cluster] sent it to one
+  // (docs/cluster.md), "local" for this machine's runners and looprd.
+  std::string worker = store::kLocalWorker;
 
   nlohmann::json to_json() const;
 };
@@ -194,6 +198,9 @@ class ToolRouter {
   // The user's [[hooks]]: tool.before runs before an approval wait and may
   // refuse the call, tool.after runs once it ran; both may add notes.
   void set_hooks(hooks::HookRunner* hooks) { hooks_ = hooks; }
+  // Workers on other machines: calls of the lanes [cluster] names go there
+  // first (null: none).
+  void set_cluster(cluster::ClusterLink* cluster) { cluster_ = cluster; }
 
   void set_catalog(std::shared_ptr<const CompiledCatalog> catalog) {
     catalog_ = std::move(catalog);
@@ -234,6 +241,7 @@ class ToolRouter {
   Lanes lanes_;
   egress::EgressProxy* egress_ = nullptr;
   hooks::HookRunner* hooks_ = nullptr;
+  cluster::ClusterLink* cluster_ = nullptr;
   ApprovalGate& approvals_;
   EventBus& events_;
   Metrics& metrics_;

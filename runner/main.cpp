@@ -6,14 +6,22 @@
 // path. Every fd it opens is O_CLOEXEC. Exit status: 0 after a clean
 // shutdown, 1 on a protocol error, 3 when the sandbox cannot be built (fail
 // closed: no job runs), 2 on a usage error.
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
+#include "cluster/cluster_messages.hpp"
+#include "cluster/nkey.hpp"
+#include "cluster/worker.hpp"
+#include "config/settings.hpp"
 #include "runner/contain.hpp"
 #include "runner/lane_runner.hpp"
 
@@ -54,6 +62,84 @@ void add_default_hidden_paths(loopr::runner::LaneFilesystemSpec& filesystem) {
   filesystem.hidden_paths.push_back("/tmp/loopr-" + std::to_string(::getuid()));
 }
 
+int write_new_nkey(const std::string& path) {
+  auto seed = loopr::cluster::new_user_seed();
+  if (!seed) {
+    std::cerr << "loopr-runner: " << seed.error().message << "\n";
+    return 1;
+  }
+  auto public_key = loopr::cluster::user_public_key(*seed);
+  if (!public_key) {
+    std::cerr << "loopr-runner: " << public_key.error().message << "\n";
+    return 1;
+  }
+  loopr::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  const std::string text = *seed + "\n";
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    std::cerr << "loopr-runner: cannot write " << path << " (" << std::strerror(errno)
+              << "); it must not exist yet\n";
+    return 1;
+  }
+  std::cout << *public_key << "\n";
+  return 0;
+}
+
+int run_as_worker(const std::string& url, loopr::cluster::WorkerOptions worker,
+                  const std::string& tool_binary, unsigned slots, const std::string& sandbox) {
+  if (worker.state.empty() || worker.state[0] != '/') {
+    std::cerr << "loopr-runner: --join needs --state, an absolute folder of the worker's own\n";
+    return 2;
+  }
+  if (tool_binary.empty() || tool_binary[0] != '/') {
+    std::cerr << "loopr-runner: --join needs --tool, the absolute path of loopr-tool\n";
+    return 2;
+  }
+  if (worker.id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    worker.id = host;
+    for (char& c : worker.id)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  }
+  for (const std::string& label : worker.labels) {
+    if (!loopr::config::cluster_label_valid(label)) {
+      std::cerr << "loopr-runner: --labels: \"" << label
+                << "\" is not a label: 1-64 letters, digits, '_', '-' or '='\n";
+      return 2;
+    }
+  }
+  if (worker.labels.size() > loopr::cluster::kMaxWorkerLabels) {
+    std::cerr << "loopr-runner: --labels: at most " << loopr::cluster::kMaxWorkerLabels
+              << " labels\n";
+    return 2;
+  }
+  if (::mkdir(worker.state.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::cerr << "loopr-runner: cannot make --state " << worker.state << ": "
+              << std::strerror(errno) << "\n";
+    return 2;
+  }
+  char self[4096] = {};
+  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) {
+    std::cerr << "loopr-runner: cannot find its own binary (/proc/self/exe)\n";
+    return 1;
+  }
+  worker.nats_url = url;
+  worker.slots = slots;
+  worker.lanes = {"heavy"};
+  worker.runner_argv = {std::string(self, static_cast<std::size_t>(length)),
+                        "--lane",
+                        "heavy",
+                        "--tool",
+                        tool_binary,
+                        "--slots",
+                        std::to_string(slots),
+                        "--stream-output",
+                        "--sandbox",
+                        sandbox};
+  return loopr::cluster::run_worker(worker);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,7 +152,26 @@ int main(int argc, char** argv) {
   std::string sandbox_mode = "on";
   std::vector<std::string> extra_hidden;
   int grace_ms = 500;
-  app.add_option("--lane", spec.lane, "lane name (no-net, net, heavy)")->required();
+  app.add_option("--lane", spec.lane, "lane name (no-net, net, heavy)");
+  // A worker on another machine (docs/cluster.md): the same runner, fed by
+  // NATS JetStream instead of looprd's link.
+  loopr::cluster::WorkerOptions worker;
+  std::string join_url;
+  std::string new_nkey;
+  app.add_option("--join", join_url,
+                 "be a worker: take jobs from looprd through NATS at this URL (nats://HOST:4222)");
+  app.add_option("--state", worker.state, "worker: its own folder (repositories, worktrees)");
+  app.add_option("--id", worker.id, "worker: its id in every result (default: the host name)");
+  app.add_option("--labels", worker.labels, "worker: its labels (gpu, arch=arm64, ...)")
+      ->delimiter(',');
+  app.add_option("--creds", worker.creds_file,
+                 "worker: its NATS credentials, a .creds file or an nkey seed file");
+  app.add_option("--tls-ca", worker.tls_ca_file, "worker: CA certificates for tls:// NATS");
+  app.add_option("--tls-cert", worker.tls_cert_file, "worker: client certificate");
+  app.add_option("--tls-key", worker.tls_key_file, "worker: client certificate's key");
+  app.add_option("--stream", worker.stream, "worker: the JetStream stream ([cluster] stream)");
+  app.add_option("--new-nkey", new_nkey,
+                 "write a new NATS user nkey seed to this file (0600) and print its public key");
   app.add_option("--fd", link_fd, "inherited socket to the daemon");
   app.add_option("--socket", socket_path, "listen on this Unix socket path (tests, debugging)");
   app.add_option("--egress-fd", spec.egress_link,
@@ -75,7 +180,7 @@ int main(int argc, char** argv) {
   app.add_option("--egress-port", spec.egress_port,
                  "port of the egress proxy inside the lane (127.0.0.1)")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--tool", tool_binary, "path of the loopr-tool binary")->required();
+  app.add_option("--tool", tool_binary, "path of the loopr-tool binary");
   std::string fetch_binary;
   app.add_option("--fetch-tool", fetch_binary,
                  "path of the loopr-fetch binary (web_fetch; default: next to --tool)");
@@ -127,6 +232,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(injectable))
       ->group("");  // not in --help: it is a test hook
   CLI11_PARSE(app, argc, argv);
+  if (!new_nkey.empty()) return write_new_nkey(new_nkey);
+  if (!join_url.empty()) {
+    return run_as_worker(join_url, worker, tool_binary, static_cast<unsigned>(options.slots),
+                         sandbox_mode);
+  }
+  if (spec.lane.empty() || tool_binary.empty()) {
+    std::cerr << "loopr-runner: --lane and --tool are required (or --join to be a worker)\n";
+    return 2;
+  }
   if ((link_fd < 0) == socket_path.empty()) {
     std::cerr << "loopr-runner: give exactly one of --fd or --socket\n";
     return 2;

@@ -33,6 +33,9 @@ packages=(
   libpcre2-dev
   # [notify] desktop = true: freedesktop notifications on the D-Bus session bus
   libdbus-1-dev
+  # [cluster]: workers on other machines through NATS JetStream (libnats, the
+  # C client; nats-server, the server a person runs and the tests start)
+  libnats-dev nats-server
   # the demo's commands inside jobs (curl through the egress proxy) and its
   # stand-in for an allowed internet server (python3 http.server)
   curl python3

@@ -134,6 +134,9 @@ CREATE TABLE approval_rules (
 ) STRICT;
 CREATE INDEX approval_rules_by_repo ON approval_rules (repo);
 )sql"},
+    {6, "tool_calls: the worker that ran each call", R"sql(
+ALTER TABLE tool_calls ADD COLUMN worker TEXT NOT NULL DEFAULT 'local';
+)sql"},
 };
 
 // ---- Start-up: directory, file, inspection, migration -----------------------
@@ -408,12 +411,12 @@ Store Store::open(const std::string& state_dir, std::span<const StoreMigration> 
   state->insert_tool_call = prepare(
       db, path,
       "INSERT INTO tool_calls (call_id, tool, lane, worktree, session, args_digest, status, "
-      "exit_code, duration_ms, truncated, error_code, started_at_ms) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+      "exit_code, duration_ms, truncated, error_code, started_at_ms, worker) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
   state->select_recent_tool_calls =
       prepare(db, path,
               "SELECT call_id, tool, lane, worktree, session, args_digest, status, exit_code, "
-              "duration_ms, truncated, error_code, started_at_ms FROM tool_calls "
+              "duration_ms, truncated, error_code, started_at_ms, worker FROM tool_calls "
               "ORDER BY started_at_ms DESC, id DESC LIMIT ?1");
   state->count_tool_calls = prepare(db, path, "SELECT count(*) FROM tool_calls");
   prepare_loop_statements(*state);
@@ -444,7 +447,8 @@ Result<void> Store::record_tool_call(const ToolCallRecord& record) {
       {"call_id", &record.call_id}, {"tool", &record.tool},
       {"lane", &record.lane},       {"worktree", &record.worktree},
       {"session", &record.session}, {"args_digest", &record.args_digest},
-      {"status", &record.status},   {"error_code", &record.error_code}};
+      {"status", &record.status},   {"error_code", &record.error_code},
+      {"worker", &record.worker}};
   for (const auto& [name, text] : texts) {
     if (text->size() > kMaxToolCallFieldBytes) {
       return make_error(errc::too_large, std::string("store: tool call field '") + name + "' is " +
@@ -478,6 +482,7 @@ Result<void> Store::record_tool_call(const ToolCallRecord& record) {
                                    : bind_text(11, record.error_code);
   }
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(insert, 12, record.started_at_ms);
+  if (rc == SQLITE_OK) rc = bind_text(13, record.worker.empty() ? kLocalWorker : record.worker);
   if (rc != SQLITE_OK) return store_error(db, rc, "binding a tool call record");
 
   rc = sqlite3_step(insert);
@@ -518,6 +523,7 @@ Result<std::vector<ToolCallRecord>> Store::recent_tool_calls(std::size_t limit) 
     record.truncated = sqlite3_column_int64(select, 9) != 0;
     record.error_code = column_string(select, 10);
     record.started_at_ms = sqlite3_column_int64(select, 11);
+    record.worker = column_string(select, 12);
     records.push_back(std::move(record));
   }
   if (rc != SQLITE_DONE) return store_error(db, rc, "reading recent tool calls");

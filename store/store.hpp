@@ -50,9 +50,14 @@ struct ToolCallRecord {
   bool truncated = false;
   std::string error_code;          // empty when none (stored as NULL)
   std::int64_t started_at_ms = 0;  // unix ms
+  // Who ran it: a worker's id (docs/cluster.md), or "local" (this machine).
+  std::string worker = "local";
 
   bool operator==(const ToolCallRecord&) const = default;
 };
+
+// The worker a call run on this machine names.
+inline const std::string kLocalWorker = "local";
 
 // The statuses a tool call ends with: the runner's five (DESIGN.md §4), plus
 // "denied" (policy or approval said no) and "invalid" (arguments refused

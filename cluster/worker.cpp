@@ -1,0 +1,324 @@
+#include "cluster/worker.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cluster/cluster_messages.hpp"
+#include "cluster/nats_client.hpp"
+#include "cluster/runner_child.hpp"
+#include "cluster/worker_repos.hpp"
+
+namespace loopr::cluster {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t now_unix_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+void say(const std::string& line) {
+  std::cerr << "loopr-runner: worker: " << line << std::endl;
+}
+
+struct Consumer {
+  std::string lane;
+  std::vector<std::string> labels;
+  std::unique_ptr<PullConsumer> pull;
+  std::chrono::milliseconds ack_wait{30000};
+};
+
+class Worker {
+ public:
+  Worker(const WorkerOptions& options, std::unique_ptr<RunnerChild> runner)
+      : options_(options), runner_(std::move(runner)), repos_(options.state) {}
+
+  int run(std::unique_ptr<NatsClient> client) {
+    client_ = std::move(client);
+    (void)client_->subscribe(std::string(kSubjectPrefix) + ".cancel.*", [this](NatsMessage m) {
+      const auto body = nlohmann::json::parse(m.data, nullptr, false);
+      if (!body.is_object() || !body.contains("job_id") || !body["job_id"].is_string()) return;
+      const std::string id = body["job_id"].get<std::string>();
+      std::lock_guard lock(running_mutex_);
+      if (running_.count(id) != 0) runner_->cancel(id);
+    });
+    std::vector<std::thread> threads;
+    threads.emplace_back([this] { presence_loop(); });
+    for (unsigned slot = 0; slot < options_.slots; ++slot)
+      threads.emplace_back([this, slot] { slot_loop(slot); });
+    // SIGTERM / SIGINT (blocked in every thread) end the worker.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    int signal = 0;
+    while (!stopping_) {
+      timespec wait{0, 200'000'000};
+      siginfo_t info;
+      signal = ::sigtimedwait(&stop_signals, &info, &wait);
+      if (signal > 0) break;
+    }
+    if (signal > 0) say("stopping: finishing the jobs it holds");
+    stopping_ = true;
+    for (auto& thread : threads)
+      thread.join();
+    WorkerPresence leaving = presence();
+    leaving.leaving = true;
+    (void)client_->publish(worker_subject(options_.id), encode(leaving));
+    (void)client_->flush(std::chrono::milliseconds(1000));
+    return exit_code_;
+  }
+
+ private:
+  WorkerPresence presence() {
+    WorkerPresence p;
+    p.id = options_.id;
+    p.labels = options_.labels;
+    p.lanes = options_.lanes;
+    p.slots = options_.slots;
+    p.sent_unix_ms = now_unix_ms();
+    std::lock_guard lock(running_mutex_);
+    for (const auto& [id, job] : running_)
+      p.running.push_back(job);
+    return p;
+  }
+
+  void presence_loop() {
+    while (!stopping_) {
+      (void)client_->publish(worker_subject(options_.id), encode(presence()));
+      for (int i = 0; i < 20 && !stopping_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // This slot's consumers: one per lane and subset of the labels, bound as
+  // looprd makes them (a consumer not made yet is tried again later).
+  void bind_missing(std::vector<Consumer>& consumers, Clock::time_point& next_try) {
+    if (Clock::now() < next_try) return;
+    next_try = Clock::now() + std::chrono::seconds(2);
+    for (const std::string& lane : options_.lanes) {
+      for (const auto& subset : label_subsets(options_.labels)) {
+        const std::string durable = consumer_name(lane, subset);
+        bool bound = false;
+        for (const Consumer& c : consumers)
+          bound = bound || (c.lane == lane && c.labels == subset);
+        if (bound) continue;
+        auto pull = client_->bind_consumer(options_.stream, durable, jobs_subject(lane, subset));
+        if (!pull) continue;
+        Consumer c{lane, subset, std::move(*pull), std::chrono::milliseconds(30000)};
+        if (auto wait = c.pull->ack_wait(); wait && wait->count() > 0) c.ack_wait = *wait;
+        consumers.push_back(std::move(c));
+      }
+    }
+  }
+
+  void slot_loop(unsigned slot) {
+    std::vector<Consumer> consumers;
+    auto next_try = Clock::now();
+    std::size_t turn = 0;
+    while (!stopping_) {
+      bind_missing(consumers, next_try);
+      if (consumers.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        continue;
+      }
+      Consumer& consumer = consumers[turn++ % consumers.size()];
+      const auto wait = consumers.size() == 1 ? std::chrono::milliseconds(1000)
+                                              : std::chrono::milliseconds(100);
+      auto message = consumer.pull->fetch(wait);
+      if (!message) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        continue;
+      }
+      if (!*message) continue;
+      handle(slot, consumer, **message);
+    }
+  }
+
+  Result<void> fetch_bundle(const ClusterJob& job, const std::vector<std::string>& have,
+                            const std::string& path) {
+    const std::string inbox = client_->new_inbox();
+    auto replies = client_->subscribe_sync(inbox);
+    if (!replies) return std::move(replies).error();
+    BundleRequest request{job.job.job_id, job.repo_key, job.commit, options_.id, have};
+    if (auto sent = client_->publish_request(daemon_subject("bundles", job.daemon), inbox,
+                                             encode(request));
+        !sent) {
+      return sent;
+    }
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    std::uint64_t expected = 0;
+    for (;;) {
+      auto message = (*replies)->next(std::chrono::milliseconds(60000));
+      if (!message) return std::move(message).error();
+      auto chunk = parse_bundle_chunk(message->data);
+      if (!chunk) return std::move(chunk).error();
+      if (chunk->error) {
+        return make_error(errc::not_found, "looprd sent no bundle: " + *chunk->error);
+      }
+      if (chunk->seq != expected++) {
+        return make_error(errc::protocol, "a bundle chunk came out of order");
+      }
+      out.write(chunk->bytes.data(), static_cast<std::streamsize>(chunk->bytes.size()));
+      if (chunk->last) break;
+    }
+    out.close();
+    if (!out) return make_error(errc::io, "writing the bundle " + path + " failed");
+    return {};
+  }
+
+  void handle(unsigned slot, Consumer& consumer, JobMessage& message) {
+    auto parsed = parse_cluster_job(message.data());
+    if (!parsed) {
+      say("a job refused and dropped: " + parsed.error().message);
+      (void)message.term();
+      return;
+    }
+    ClusterJob job = std::move(*parsed);
+    const std::string job_id = job.job.job_id;
+    if (message.delivery() <= 1 && job.start_by_unix_ms != 0 &&
+        now_unix_ms() > job.start_by_unix_ms) {
+      say("job " + job_id + " dropped: it waited past its queue timeout, looprd ran it elsewhere");
+      (void)message.ack();
+      return;
+    }
+    const std::string progress_subject = daemon_subject("progress", job.daemon);
+    Progress started{"started", job_id, options_.id, message.delivery(), std::nullopt};
+    (void)client_->publish(progress_subject, encode(started));
+    {
+      std::lock_guard lock(running_mutex_);
+      running_[job_id] = RunningJob{job_id, job.daemon, job.job.tool, now_unix_ms()};
+    }
+    say("job " + job_id + " (" + job.job.tool + ", " + job.repo_name + " at " +
+        job.commit.substr(0, 12) + ", delivery " + std::to_string(message.delivery()) + ")");
+    auto last_heartbeat = Clock::now();
+    const auto heartbeat_every = std::max(std::chrono::milliseconds(200), consumer.ack_wait / 3);
+    auto heartbeat = [&] {
+      if (Clock::now() - last_heartbeat < heartbeat_every) return;
+      last_heartbeat = Clock::now();
+      (void)message.in_progress();
+    };
+    auto fetch = [&](const std::vector<std::string>& have, const std::string& path) {
+      (void)message.in_progress();
+      return fetch_bundle(job, have, path);
+    };
+    ClusterResult out;
+    out.worker = options_.id;
+    out.delivery = message.delivery();
+    out.result.job_id = job_id;
+    auto worktree = repos_.prepare(job.repo_key, job.commit, slot, fetch);
+    if (!worktree) {
+      out.result.status = proto::JobStatus::error;
+      out.result.error = "worker " + options_.id + " could not check out the job's commit: " +
+                         worktree.error().message;
+    } else {
+      proto::Job local = job.job;
+      local.worktree = *worktree;
+      local.cwd = job.cwd.empty() ? *worktree : *worktree + "/" + job.cwd;
+      auto on_output = [&](const proto::OutputChunk& chunk) {
+        Progress output{"output", job_id, options_.id, message.delivery(), chunk};
+        (void)client_->publish(progress_subject, encode(output));
+      };
+      auto result = runner_->run(local, on_output, heartbeat);
+      if (!result) {
+        say("its runner is gone (" + result.error().message + "): job " + job_id +
+            " given back, worker exits");
+        (void)message.nak();
+        exit_code_ = 1;
+        stopping_ = true;
+        std::lock_guard lock(running_mutex_);
+        running_.erase(job_id);
+        return;
+      }
+      out.result = std::move(*result);
+    }
+    (void)client_->publish(daemon_subject("results", job.daemon), encode(out));
+    (void)client_->flush(std::chrono::milliseconds(5000));
+    if (auto acked = message.ack(); !acked) {
+      say("job " + job_id + ": acknowledgement failed (" + acked.error().message +
+          "); the server may deliver it again, and looprd keeps one result");
+    }
+    std::lock_guard lock(running_mutex_);
+    running_.erase(job_id);
+  }
+
+  const WorkerOptions& options_;
+  std::unique_ptr<RunnerChild> runner_;
+  WorkerRepos repos_;
+  std::unique_ptr<NatsClient> client_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> exit_code_{0};
+  std::mutex running_mutex_;
+  std::map<std::string, RunningJob> running_;
+};
+
+}  // namespace
+
+int run_worker(const WorkerOptions& options) {
+  if (!valid_id(options.id)) {
+    say("--id \"" + options.id + "\" cannot be a worker id: 1-64 letters, digits, '_' or '-'");
+    return 2;
+  }
+  WorkerRepos prepare_folders(options.state);
+  std::vector<std::string> argv = options.runner_argv;
+  argv.push_back("--root");
+  argv.push_back(prepare_folders.work_folder());
+  // Stop signals go to the main thread's sigtimedwait only: blocked before
+  // any thread exists (the runner child unblocks them for itself).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // The runner is forked before any other thread exists.
+  auto runner = RunnerChild::start(argv, options.slots);
+  if (!runner) {
+    say(runner.error().message);
+    return 3;
+  }
+
+  NatsSettings nats{options.nats_url,      options.creds_file,   options.tls_ca_file,
+                    options.tls_cert_file, options.tls_key_file, "loopr worker " + options.id,
+                    std::chrono::milliseconds(2000)};
+  std::unique_ptr<NatsClient> client;
+  std::string reported;
+  for (;;) {
+    auto connected = NatsClient::connect(nats, [](bool up, const std::string& why) {
+      say(up ? std::string("NATS is back") : "lost NATS (" + why + "); reconnecting");
+    });
+    if (connected) {
+      client = std::move(*connected);
+      break;
+    }
+    if (connected.error().code == kClusterAuth) {
+      say(connected.error().message + "; " + connected.error().hint);
+      return 2;
+    }
+    if (connected.error().message != reported) {
+      reported = connected.error().message;
+      say(reported + "; trying again every 2 s");
+    }
+    siginfo_t info;
+    timespec wait{2, 0};
+    if (::sigtimedwait(&stop_signals, &info, &wait) > 0) return 0;
+  }
+  say("worker " + options.id + " joined " + options.nats_url + " (lanes " +
+      std::to_string(options.lanes.size()) + ", " + std::to_string(options.labels.size()) +
+      " labels, " + std::to_string(options.slots) + " slots)");
+  Worker worker(options, std::move(*runner));
+  return worker.run(std::move(client));
+}
+
+}  // namespace loopr::cluster
