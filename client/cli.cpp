@@ -225,6 +225,10 @@ void add_tool_commands(CLI::App& app, ToolFlags& f, ChosenCommand& command) {
 
   app.add_subcommand("metrics", "per-tool call counts and latencies, per-lane state")
       ->callback([&command] { command = run_metrics; });
+  app.add_subcommand("workers",
+                     "the workers on other machines ([cluster], NATS): labels, slots, the jobs "
+                     "each runs")
+      ->callback([&command] { command = run_workers; });
 }
 
 // ---- loops: loops, loop run|list|show|logs|pause|resume|cancel|delete|rerun|export ----

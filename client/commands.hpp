@@ -90,6 +90,8 @@ int run_events(const CommandContext& context, const EventsOptions& options);
 
 // ---- metrics (metrics_command.cpp) ----
 int run_metrics(const CommandContext& context);
+// looprctl workers: the [cluster] link and the workers looprd saw lately.
+int run_workers(const CommandContext& context);
 
 // ---- loops, loop ... (loop_commands.cpp; docs/control-protocol.md "Loops") ----
 // loop run: loop.create, then (unless detach) follows the loop until it

@@ -231,6 +231,9 @@ int run_daemon_status(const CommandContext& context) {
   if (auto printed = print_lanes(*metrics, context.out); !printed) {
     return context.fail(printed.error());
   }
+  if (auto printed = print_cluster(*metrics, context.out); !printed) {
+    return context.fail(printed.error());
+  }
   return to_int(ExitStatus::ok);
 }
 

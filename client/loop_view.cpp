@@ -621,6 +621,9 @@ void print_validation_result(const json& validation, std::size_t tail, std::ostr
   std::string details = "exit " + cell(validation, "exit_code");
   const json& duration = member(validation, "duration_ms");
   if (!duration.is_null()) details += ", " + format_duration_ms(duration);
+  // A worker on another machine ran it ([cluster]); "local" goes unsaid.
+  const std::string worker = string_of(validation, "worker");
+  if (!worker.empty() && worker != "local") details += ", on worker " + worker;
   if (passed.is_boolean() && passed.get<bool>()) {
     out << "validation passed (" << details << ")\n";
     return;

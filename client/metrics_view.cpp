@@ -62,6 +62,70 @@ Result<void> print_lanes(const json& metrics, std::ostream& out) {
   return {};
 }
 
+Result<void> print_cluster(const json& metrics, std::ostream& out) {
+  const json cluster = member_or_null(metrics, "cluster");
+  if (!cluster.is_object() || !cluster.value("configured", false)) return {};
+  const std::string state = cell(cluster, "state");
+  const json lanes = member_or_null(cluster, "lanes");
+  std::string lane_list;
+  if (lanes.is_array()) {
+    for (const json& lane : lanes)
+      if (lane.is_string()) lane_list += (lane_list.empty() ? "" : ", ") + lane.get<std::string>();
+  }
+  const json workers = member_or_null(cluster, "workers");
+  const std::size_t worker_count = workers.is_array() ? workers.size() : 0;
+  if (state == "connected") {
+    out << "cluster: connected to " << cell(cluster, "url") << "; lanes " << lane_list
+        << " go to workers: " << worker_count << (worker_count == 1 ? " worker" : " workers")
+        << ", " << cell(cluster, "in_flight") << " running, " << cell(cluster, "queued")
+        << " queued, " << cell(cluster, "completed") << " done, " << cell(cluster, "fallbacks")
+        << " ran here instead, " << cell(cluster, "duplicates_ignored")
+        << " duplicate results ignored\n";
+  } else {
+    out << "cluster: NATS at " << cell(cluster, "url") << " is " << state;
+    if (cluster.contains("last_error")) out << " (" << cell(cluster, "last_error") << ")";
+    out << "; lanes " << lane_list << " run on this machine until it is reachable\n";
+  }
+  return {};
+}
+
+Result<void> print_workers(const json& metrics, std::ostream& out) {
+  const json cluster = member_or_null(metrics, "cluster");
+  if (!cluster.is_object() || !cluster.value("configured", false)) {
+    out << "no [cluster] in loopr.toml: every lane runs on this machine (docs/cluster.md)\n";
+    return {};
+  }
+  auto workers = objects_in(cluster, "workers", "metrics.get cluster", false);
+  if (!workers) return std::move(workers).error();
+  if (workers->empty()) {
+    out << "no worker seen in the last 10 s; start one with `loopr-runner --join "
+        << cell(cluster, "url") << " --state DIR --tool PATH` (docs/cluster.md)\n";
+    return {};
+  }
+  TextTable table({"WORKER", "LABELS", "SLOTS", "RUNNING", "SEEN"});
+  for (const json& worker : *workers) {
+    std::string labels, running;
+    const json label_list = member_or_null(worker, "labels");
+    if (label_list.is_array()) {
+      for (const json& label : label_list)
+        if (label.is_string()) labels += (labels.empty() ? "" : ",") + label.get<std::string>();
+    }
+    const json jobs = member_or_null(worker, "running");
+    if (jobs.is_array()) {
+      for (const json& job : jobs) {
+        if (!job.is_object()) continue;
+        running += (running.empty() ? "" : " ") + cell(job, "tool") + ":" + cell(job, "job_id");
+        if (!job.value("mine", true)) running += "(other looprd)";
+      }
+    }
+    table.add_row({cell(worker, "id"), labels.empty() ? "-" : labels, cell(worker, "slots"),
+                   running.empty() ? "-" : running,
+                   format_duration_ms(member_or_null(worker, "seen_ms_ago")) + " ago"});
+  }
+  table.print(out);
+  return {};
+}
+
 Result<void> print_metrics(const json& metrics, std::ostream& out) {
   auto calls = objects_in(metrics, "calls", "metrics.get", false);
   if (!calls) return std::move(calls).error();
@@ -91,6 +155,7 @@ Result<void> print_metrics(const json& metrics, std::ostream& out) {
   } else {
     lane_table(*lanes).print(out);
   }
+  if (auto printed = print_cluster(metrics, out); !printed) return printed;
   // Connections through the lanes' egress proxy (older daemons: no key).
   auto egress = objects_in(metrics, "egress", "metrics.get", false);
   if (!egress) return std::move(egress).error();

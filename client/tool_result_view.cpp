@@ -117,6 +117,10 @@ void print_tool_error(const json& result, std::ostream& err) {
 }
 
 ExitStatus print_tool_result(const json& result, std::ostream& out, std::ostream& err) {
+  // A worker on another machine ran it ([cluster]): said on stderr, first.
+  if (is_string_member(result, "worker") && cell(result, "worker") != "local") {
+    err << "(ran on worker " << cell(result, "worker") << ")\n";
+  }
   const bool ok = is_true(result, "ok");
   const json* output = member(result, "output");
   if (ok) {

@@ -142,39 +142,48 @@ void ClusterLink::connect_loop() {
       std::lock_guard lock(stop_mutex_);
       if (stopping_) return;
     }
-    NatsSettings nats{settings_.nats_url,      settings_.creds_file,    settings_.tls_ca_file,
-                      settings_.tls_cert_file, settings_.tls_key_file, "looprd " + daemon_id_,
+    NatsSettings nats{settings_.nats_url,
+                      settings_.creds_file,
+                      settings_.tls_ca_file,
+                      settings_.tls_cert_file,
+                      settings_.tls_key_file,
+                      "looprd " + daemon_id_,
                       std::chrono::milliseconds(2000)};
     auto client = NatsClient::connect(nats, [this](bool up, const std::string& why) {
-      connected_ = up;
+      if (up) {
+        // Not "connected" before the queue is checked again.
+        std::lock_guard lock(stop_mutex_);
+        reconnected_ = true;
+        stop_cv_.notify_all();
+        return;
+      }
+      connected_ = false;
       {
         std::lock_guard lock(client_mutex_);
-        if (!up) last_error_ = why.empty() ? "connection lost" : why;
+        last_error_ = why;
       }
-      if (up) {
-        spdlog::info("cluster: reconnected to NATS at {}; jobs go to workers again",
-                     settings_.nats_url);
-      } else {
+      {
         spdlog::warn("cluster: lost NATS at {} ({}); lanes {} run on this machine until it is back",
                      settings_.nats_url, why, fmt::join(settings_.lanes, ", "));
       }
     });
-    Result<void> ready = client ? prepare(**client) : Result<void>(client.error());
+    Result<void> ready = !client ? Result<void>(client.error()) : ensure_queue(**client);
+    if (ready) ready = subscribe(**client);
     if (ready) {
+      std::shared_ptr<NatsClient> held(std::move(*client));
       {
         std::lock_guard lock(client_mutex_);
-        client_ = std::shared_ptr<NatsClient>(std::move(*client));
+        client_ = held;
         last_error_.clear();
       }
       connected_ = true;
       spdlog::info("cluster: connected to NATS at {} as {}; lanes {} go to workers",
                    settings_.nats_url, daemon_id_, fmt::join(settings_.lanes, ", "));
-      std::unique_lock lock(stop_mutex_);
-      stop_cv_.wait(lock, [this] { return stopping_; });
+      serve_reconnects(*held);
       return;
     }
-    const std::string why = ready.error().message +
-                            (ready.error().hint.empty() ? "" : "; " + ready.error().hint);
+    const std::string why =
+        ready.error().message + (ready.error().hint.empty() ? "" : "; " + ready.error().hint);
     {
       std::lock_guard lock(client_mutex_);
       last_error_ = ready.error().message;
@@ -189,26 +198,66 @@ void ClusterLink::connect_loop() {
   }
 }
 
-Result<void> ClusterLink::prepare(NatsClient& client) {
+void ClusterLink::serve_reconnects(NatsClient& client) {
+  std::unique_lock lock(stop_mutex_);
+  while (!stopping_) {
+    stop_cv_.wait(lock, [this] { return stopping_ || reconnected_; });
+    if (stopping_) return;
+    lock.unlock();
+    Result<void> ready = ensure_queue(client);
+    lock.lock();
+    if (ready) {
+      reconnected_ = false;
+      connected_ = true;
+      {
+        std::lock_guard client_lock(client_mutex_);
+        last_error_.clear();
+      }
+      spdlog::info("cluster: NATS at {} is back; lanes {} go to workers again", settings_.nats_url,
+                   fmt::join(settings_.lanes, ", "));
+      continue;
+    }
+    {
+      std::lock_guard client_lock(client_mutex_);
+      last_error_ = ready.error().message;
+    }
+    stop_cv_.wait_for(lock, std::chrono::seconds(2), [this] { return stopping_; });
+  }
+}
+
+Result<void> ClusterLink::ensure_queue(NatsClient& client) {
   if (auto r = client.ensure_work_queue(settings_.stream, std::string(kSubjectPrefix) + ".jobs.>");
       !r) {
     return r;
   }
   for (const std::string& lane : settings_.lanes) {
-    if (auto r = client.ensure_consumer(settings_.stream,
-                                        consumer_name(lane, settings_.require_labels),
-                                        jobs_subject(lane, settings_.require_labels),
-                                        std::chrono::seconds(settings_.ack_wait_s));
+    if (auto r =
+            client.ensure_consumer(settings_.stream, consumer_name(lane, settings_.require_labels),
+                                   jobs_subject(lane, settings_.require_labels),
+                                   std::chrono::seconds(settings_.ack_wait_s));
         !r) {
       return r;
     }
   }
+  return {};
+}
+
+Result<void> ClusterLink::subscribe(NatsClient& client) {
   const auto bind = [this](void (ClusterLink::*method)(NatsMessage)) {
     return [this, method](NatsMessage message) { (this->*method)(std::move(message)); };
   };
-  if (auto r = client.subscribe(daemon_subject("progress", daemon_id_), bind(&ClusterLink::on_progress)); !r) return r;
-  if (auto r = client.subscribe(daemon_subject("results", daemon_id_), bind(&ClusterLink::on_result)); !r) return r;
-  if (auto r = client.subscribe(daemon_subject("bundles", daemon_id_), bind(&ClusterLink::on_bundle_request)); !r) return r;
+  if (auto r =
+          client.subscribe(daemon_subject("progress", daemon_id_), bind(&ClusterLink::on_progress));
+      !r)
+    return r;
+  if (auto r =
+          client.subscribe(daemon_subject("results", daemon_id_), bind(&ClusterLink::on_result));
+      !r)
+    return r;
+  if (auto r = client.subscribe(daemon_subject("bundles", daemon_id_),
+                                bind(&ClusterLink::on_bundle_request));
+      !r)
+    return r;
   if (auto r = client.subscribe(worker_subject("*"), bind(&ClusterLink::on_presence)); !r) return r;
   return client.flush(std::chrono::milliseconds(2000));
 }
@@ -287,8 +336,7 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
                              2 * std::chrono::seconds(settings_.ack_wait_s) +
                              std::chrono::seconds(15);
   while (!pending->result && !pending->cancelled) {
-    const auto deadline =
-        pending->started ? pending->started_at + run_allowance : queue_deadline;
+    const auto deadline = pending->started ? pending->started_at + run_allowance : queue_deadline;
     if (Clock::now() >= deadline) break;
     pending->woken = false;
     pending->timer.expires_at(deadline);
@@ -329,11 +377,11 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
     co_return reply;
   }
   reply.result.status = proto::JobStatus::error;
-  reply.link_error = make_error(
-      errc::timeout,
-      "worker " + pending->worker + " stopped answering: no result within the job's timeout "
-      "and two acknowledgement deadlines",
-      "the job may have been lost with its worker; run the call again");
+  reply.link_error = make_error(errc::timeout,
+                                "worker " + pending->worker +
+                                    " stopped answering: no result within the job's timeout "
+                                    "and two acknowledgement deadlines",
+                                "the job may have been lost with its worker; run the call again");
   co_return reply;
 }
 
@@ -397,21 +445,22 @@ void ClusterLink::on_result(NatsMessage message) {
   asio::post(io_, [this, alive = alive_, result = std::move(*result)]() mutable {
     if (!*alive) return;
     const std::string job_id = result.result.job_id;
-    if (!settings_.admit.empty() &&
-        std::find(settings_.admit.begin(), settings_.admit.end(), result.worker) ==
-            settings_.admit.end()) {
+    if (!settings_.admit.empty() && std::find(settings_.admit.begin(), settings_.admit.end(),
+                                              result.worker) == settings_.admit.end()) {
       ++refused_;
-      spdlog::warn("cluster: result for job {} from worker {} refused: [cluster] admit does not "
-                   "list it",
-                   job_id, result.worker);
+      spdlog::warn(
+          "cluster: result for job {} from worker {} refused: [cluster] admit does not "
+          "list it",
+          job_id, result.worker);
       return;
     }
     auto it = pending_.find(job_id);
     if (it == pending_.end() || it->second->result) {
       ++duplicates_;
-      spdlog::warn("cluster: result for job {} from worker {} (delivery {}) ignored: the job "
-                   "already has its result",
-                   job_id, result.worker, result.delivery);
+      spdlog::warn(
+          "cluster: result for job {} from worker {} (delivery {}) ignored: the job "
+          "already has its result",
+          job_id, result.worker, result.delivery);
       return;
     }
     it->second->result = std::move(result);
@@ -444,36 +493,36 @@ void ClusterLink::on_bundle_request(NatsMessage message) {
     }
   }
   if (!snapshot) return refuse("no job " + request->job_id + " in flight with that commit");
-  asio::post(pool_, [this, client, snapshot = *snapshot, request = *request,
-                     reply = message.reply] {
-    auto path = write_bundle(snapshot, request.have, state_folder_);
-    if (!path) {
-      BundleChunk chunk;
-      chunk.error = path.error().message;
-      (void)client->publish(reply, encode(chunk));
-      return;
-    }
-    std::ifstream in(*path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    ::unlink(path->c_str());
-    std::uint64_t seq = 0;
-    std::size_t offset = 0;
-    do {
-      BundleChunk chunk;
-      chunk.seq = seq++;
-      chunk.bytes = bytes.substr(offset, kBundleChunkBytes);
-      offset += chunk.bytes.size();
-      chunk.last = offset >= bytes.size();
-      if (auto sent = client->publish(reply, encode(chunk)); !sent) {
-        spdlog::warn("cluster: sending a bundle to worker {}: {}", request.worker,
-                     sent.error().message);
-        return;
-      }
-    } while (offset < bytes.size());
-    (void)client->flush(std::chrono::milliseconds(5000));
-    spdlog::info("cluster: sent worker {} a bundle of {} ({} bytes) for job {}", request.worker,
-                 snapshot.repo_name, bytes.size(), request.job_id);
-  });
+  asio::post(
+      pool_, [this, client, snapshot = *snapshot, request = *request, reply = message.reply] {
+        auto path = write_bundle(snapshot, request.have, state_folder_);
+        if (!path) {
+          BundleChunk chunk;
+          chunk.error = path.error().message;
+          (void)client->publish(reply, encode(chunk));
+          return;
+        }
+        std::ifstream in(*path, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ::unlink(path->c_str());
+        std::uint64_t seq = 0;
+        std::size_t offset = 0;
+        do {
+          BundleChunk chunk;
+          chunk.seq = seq++;
+          chunk.bytes = bytes.substr(offset, kBundleChunkBytes);
+          offset += chunk.bytes.size();
+          chunk.last = offset >= bytes.size();
+          if (auto sent = client->publish(reply, encode(chunk)); !sent) {
+            spdlog::warn("cluster: sending a bundle to worker {}: {}", request.worker,
+                         sent.error().message);
+            return;
+          }
+        } while (offset < bytes.size());
+        (void)client->flush(std::chrono::milliseconds(5000));
+        spdlog::info("cluster: sent worker {} a bundle of {} ({} bytes) for job {}", request.worker,
+                     snapshot.repo_name, bytes.size(), request.job_id);
+      });
 }
 
 void ClusterLink::on_presence(NatsMessage message) {
@@ -532,8 +581,8 @@ json ClusterLink::status_json() const {
   }
   out["url"] = settings_.nats_url;
   out["daemon_id"] = daemon_id_;
-  out["state"] = connected_ ? "connected" : (have_client || last_error.empty() ? "connecting"
-                                                                               : "unreachable");
+  out["state"] =
+      connected_ ? "connected" : (have_client || last_error.empty() ? "connecting" : "unreachable");
   if (!connected_ && !last_error.empty()) out["last_error"] = last_error;
   out["lanes"] = settings_.lanes;
   out["require_labels"] = settings_.require_labels;

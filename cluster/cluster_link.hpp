@@ -89,7 +89,13 @@ class ClusterLink {
   struct Pending;
 
   void connect_loop();
-  Result<void> prepare(NatsClient& client);
+  // The stream and this looprd's consumers, made where missing (again after
+  // a reconnect: a restarted server may have lost them).
+  Result<void> ensure_queue(NatsClient& client);
+  Result<void> subscribe(NatsClient& client);
+  // Until stop(): after each reconnect, ensure_queue() (retried every 2 s)
+  // before the lanes go to workers again.
+  void serve_reconnects(NatsClient& client);
   void on_progress(NatsMessage message);
   void on_result(NatsMessage message);
   void on_bundle_request(NatsMessage message);
@@ -114,6 +120,7 @@ class ClusterLink {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  bool reconnected_ = false;  // guarded by stop_mutex_: ensure_queue() again
   // Live while the link is: handlers posted to the io thread check it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 

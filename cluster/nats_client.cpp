@@ -1,7 +1,6 @@
 #include "cluster/nats_client.hpp"
 
 #include <nats/nats.h>
-
 #include <unistd.h>
 
 #include <fstream>
@@ -19,7 +18,8 @@ std::string status_text(natsStatus status) {
   return text;
 }
 
-Error nats_error(std::string_view what, natsStatus status, jsErrCode js = static_cast<jsErrCode>(0)) {
+Error nats_error(std::string_view what, natsStatus status,
+                 jsErrCode js = static_cast<jsErrCode>(0)) {
   std::string message = std::string(what) + ": " + status_text(status);
   if (js != 0) message += " (JetStream error " + std::to_string(static_cast<int>(js)) + ")";
   if (status == NATS_CONNECTION_AUTH_FAILED || status == NATS_NOT_PERMITTED) {
@@ -69,9 +69,9 @@ JobMessage::~JobMessage() {
 
 std::string_view JobMessage::data() const {
   const char* data = natsMsg_GetData(message_);
-  return data == nullptr ? std::string_view()
-                         : std::string_view(data, static_cast<std::size_t>(
-                                                      natsMsg_GetDataLength(message_)));
+  return data == nullptr
+             ? std::string_view()
+             : std::string_view(data, static_cast<std::size_t>(natsMsg_GetDataLength(message_)));
 }
 
 Result<void> JobMessage::in_progress() {
@@ -144,7 +144,8 @@ Result<NatsMessage> InboxSubscription::next(std::chrono::milliseconds wait) {
   NatsMessage out;
   out.subject = natsMsg_GetSubject(message);
   if (const char* reply = natsMsg_GetReply(message)) out.reply = reply;
-  out.data.assign(natsMsg_GetData(message), static_cast<std::size_t>(natsMsg_GetDataLength(message)));
+  out.data.assign(natsMsg_GetData(message),
+                  static_cast<std::size_t>(natsMsg_GetDataLength(message)));
   natsMsg_Destroy(message);
   return out;
 }
@@ -156,8 +157,9 @@ void state_down(natsConnection* nc, void* closure) {
   const char* text = nullptr;
   natsStatus s = natsConnection_GetLastError(nc, &text);
   if (*handler) {
-    (*handler)(false, text != nullptr && *text != '\0' ? std::string(text)
-                                                       : std::string(natsStatus_GetText(s)));
+    std::string why = text != nullptr ? text : "";
+    if (why.empty() && s != NATS_OK) why = natsStatus_GetText(s);
+    (*handler)(false, why.empty() ? std::string("the server closed the connection") : why);
   }
 }
 
@@ -215,14 +217,15 @@ Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& sett
   natsOptions_SetReconnectedCB(o, state_up, &client->callbacks_->on_state);
   if (!settings.creds_file.empty()) {
     if (::access(settings.creds_file.c_str(), R_OK) != 0) {
-      return make_error(kClusterAuth, "cannot read the NATS credentials file " + settings.creds_file,
+      return make_error(kClusterAuth,
+                        "cannot read the NATS credentials file " + settings.creds_file,
                         "check [cluster] creds_file (or --creds): it must be a file this user "
                         "can read");
     }
     if (is_creds_file(settings.creds_file)) {
-      if (auto r = check(natsOptions_SetUserCredentialsFromFiles(o, settings.creds_file.c_str(),
-                                                                  nullptr),
-                         "NATS credentials");
+      if (auto r = check(
+              natsOptions_SetUserCredentialsFromFiles(o, settings.creds_file.c_str(), nullptr),
+              "NATS credentials");
           !r) {
         return std::move(r).error();
       }
@@ -231,9 +234,9 @@ Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& sett
       if (!seed) return std::move(seed).error();
       auto public_key = user_public_key(*seed);
       if (!public_key) return std::move(public_key).error();
-      if (auto r = check(natsOptions_SetNKeyFromSeed(o, public_key->c_str(),
-                                                     settings.creds_file.c_str()),
-                         "NATS nkey seed");
+      if (auto r = check(
+              natsOptions_SetNKeyFromSeed(o, public_key->c_str(), settings.creds_file.c_str()),
+              "NATS nkey seed");
           !r) {
         return std::move(r).error();
       }
@@ -321,8 +324,8 @@ std::string NatsClient::new_inbox() const {
 Result<void> NatsClient::subscribe(const std::string& subject, Handler handler) {
   auto owned = std::make_unique<Handler>(std::move(handler));
   natsSubscription* sub = nullptr;
-  if (natsStatus s = natsConnection_Subscribe(&sub, connection_, subject.c_str(), deliver,
-                                              owned.get());
+  if (natsStatus s =
+          natsConnection_Subscribe(&sub, connection_, subject.c_str(), deliver, owned.get());
       s != NATS_OK) {
     return nats_error("subscribing to " + subject, s);
   }

@@ -135,10 +135,15 @@ class Worker {
         continue;
       }
       Consumer& consumer = consumers[turn++ % consumers.size()];
-      const auto wait = consumers.size() == 1 ? std::chrono::milliseconds(1000)
-                                              : std::chrono::milliseconds(100);
+      const auto wait =
+          consumers.size() == 1 ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(100);
       auto message = consumer.pull->fetch(wait);
       if (!message) {
+        // The consumer may be gone (a restarted server): bind it again.
+        say("fetching from " + consumer_name(consumer.lane, consumer.labels) + ": " +
+            message.error().message + "; binding again");
+        consumers.erase(consumers.begin() +
+                        static_cast<std::ptrdiff_t>((turn - 1) % (consumers.size())));
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
       }
@@ -153,8 +158,8 @@ class Worker {
     auto replies = client_->subscribe_sync(inbox);
     if (!replies) return std::move(replies).error();
     BundleRequest request{job.job.job_id, job.repo_key, job.commit, options_.id, have};
-    if (auto sent = client_->publish_request(daemon_subject("bundles", job.daemon), inbox,
-                                             encode(request));
+    if (auto sent =
+            client_->publish_request(daemon_subject("bundles", job.daemon), inbox, encode(request));
         !sent) {
       return sent;
     }
@@ -221,8 +226,8 @@ class Worker {
     auto worktree = repos_.prepare(job.repo_key, job.commit, slot, fetch);
     if (!worktree) {
       out.result.status = proto::JobStatus::error;
-      out.result.error = "worker " + options_.id + " could not check out the job's commit: " +
-                         worktree.error().message;
+      out.result.error = "worker " + options_.id +
+                         " could not check out the job's commit: " + worktree.error().message;
     } else {
       proto::Job local = job.job;
       local.worktree = *worktree;
@@ -273,8 +278,11 @@ int run_worker(const WorkerOptions& options) {
   }
   WorkerRepos prepare_folders(options.state);
   std::vector<std::string> argv = options.runner_argv;
+  // The whole state folder is the runner's writable root: a job sees its
+  // own worktree and its repository's git folder (read-only), and nothing
+  // else of it (other repositories, bundles, credentials kept there).
   argv.push_back("--root");
-  argv.push_back(prepare_folders.work_folder());
+  argv.push_back(prepare_folders.state_folder());
   // Stop signals go to the main thread's sigtimedwait only: blocked before
   // any thread exists (the runner child unblocks them for itself).
   sigset_t stop_signals;
@@ -289,8 +297,12 @@ int run_worker(const WorkerOptions& options) {
     return 3;
   }
 
-  NatsSettings nats{options.nats_url,      options.creds_file,   options.tls_ca_file,
-                    options.tls_cert_file, options.tls_key_file, "loopr worker " + options.id,
+  NatsSettings nats{options.nats_url,
+                    options.creds_file,
+                    options.tls_ca_file,
+                    options.tls_cert_file,
+                    options.tls_key_file,
+                    "loopr worker " + options.id,
                     std::chrono::milliseconds(2000)};
   std::unique_ptr<NatsClient> client;
   std::string reported;
@@ -302,7 +314,9 @@ int run_worker(const WorkerOptions& options) {
       client = std::move(*connected);
       break;
     }
-    if (connected.error().code == kClusterAuth) {
+    // Only a server that cannot be reached yet is waited for; refused or
+    // unreadable credentials and bad settings are for the person to fix.
+    if (connected.error().code != kClusterUnavailable && connected.error().code != errc::timeout) {
       say(connected.error().message + "; " + connected.error().hint);
       return 2;
     }

@@ -6,7 +6,7 @@
 // incremental. Jobs write these worktrees; git here runs through loops/git's
 // hardened GitCommand, and nothing of a worktree ever goes back to looprd.
 //
-// Layout under the state folder: repos/KEY.git, work/KEY-SLOT.
+// Layout under the state folder: repos/KEY.git, work/KEY-SLOT, tmp/ (bundles).
 // Threads: each method may be called from several slot threads; calls for
 // one repository are serialised here.
 #pragma once
@@ -31,13 +31,13 @@ class WorkerRepos {
 
   explicit WorkerRepos(std::string state_folder);
 
-  // The folder jobs' worktrees live in (the runner's writable root).
-  std::string work_folder() const { return state_ + "/work"; }
+  // The worker's state folder (the runner's writable root).
+  const std::string& state_folder() const { return state_; }
 
   // Makes sure `commit` of repository `key` is held (fetching a bundle when
   // it is not), then checks it out in the slot's warm worktree: its path.
-  Result<std::string> prepare(const std::string& key, const std::string& commit,
-                              unsigned slot, const FetchBundle& fetch);
+  Result<std::string> prepare(const std::string& key, const std::string& commit, unsigned slot,
+                              const FetchBundle& fetch);
 
  private:
   std::mutex& lock_for(const std::string& key);

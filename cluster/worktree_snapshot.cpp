@@ -6,6 +6,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "cluster/cluster_messages.hpp"
 #include "common/small_file.hpp"
@@ -67,6 +70,19 @@ std::string job_ref_name(const std::string& job_id) {
 
 std::atomic<unsigned> scratch_counter{0};
 
+// The last snapshot of each worktree: a tree unchanged since (same parent)
+// reuses its commit, so a worker that holds it needs no bundle again.
+struct LastSnapshot {
+  std::string parent, tree, commit;
+};
+std::mutex last_mutex;
+std::map<std::string, LastSnapshot> last_snapshots;
+
+bool still_there(const GitCommand& git, const std::string& commit) {
+  auto present = git.run({"cat-file", "-e", commit + "^{commit}"}, loops::read_only_options());
+  return present && present->succeeded();
+}
+
 }  // namespace
 
 Result<Snapshot> snapshot_worktree(const std::string& worktree, const std::string& repo,
@@ -113,8 +129,16 @@ Result<Snapshot> snapshot_worktree(const std::string& worktree, const std::strin
   if (!tree) return std::move(tree).error();
   auto head_tree = git->output({"rev-parse", "HEAD^{tree}"}, loops::read_only_options());
   if (!head_tree) return std::move(head_tree).error();
+  std::optional<LastSnapshot> last;
+  {
+    std::lock_guard lock(last_mutex);
+    if (auto it = last_snapshots.find(s.worktree); it != last_snapshots.end()) last = it->second;
+  }
   if (trim(*tree) == trim(*head_tree)) {
     s.commit = head_commit;
+  } else if (last && last->parent == head_commit && last->tree == trim(*tree) &&
+             still_there(*git, last->commit)) {
+    s.commit = last->commit;
   } else {
     GitRunOptions identity;
     identity.config = loops::detail::commit_identity();
@@ -128,6 +152,11 @@ Result<Snapshot> snapshot_worktree(const std::string& worktree, const std::strin
     return make_error(errc::io, "git gave no commit id for the snapshot of " + s.worktree);
   }
   if (auto r = git->output({"update-ref", s.ref, s.commit}); !r) return std::move(r).error();
+  {
+    std::lock_guard lock(last_mutex);
+    if (last_snapshots.size() > 4096) last_snapshots.clear();
+    last_snapshots[s.worktree] = LastSnapshot{head_commit, trim(*tree), s.commit};
+  }
   return s;
 }
 

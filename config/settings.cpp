@@ -1075,7 +1075,17 @@ bool cluster_url_is_loopback(std::string_view url) {
   } else {
     host = rest.substr(0, rest.find_first_of(":/,"));
   }
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8 written as a dotted quad ("127.example" is a name, not loopback).
+  int parts = 1;
+  for (const char c : host) {
+    if (c == '.') {
+      ++parts;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return parts == 4 && host.starts_with("127.");
 }
 
 std::string_view to_string(LogLevel level) {

@@ -1887,6 +1887,8 @@ asio::awaitable<LoopRun::Phase> LoopRun::validate() {
       previous_failed ? text_member(progress_.last_validation, "output") : std::string();
   json validation = {
       {"passed", passed}, {"exit_code", exit_code}, {"output", text}, {"duration_ms", duration}};
+  // Who ran it: a worker's id ([cluster], docs/cluster.md) or "local".
+  validation["worker"] = outcome.value("worker", std::string("local"));
   if (!by_products.is_null()) validation["by_products"] = by_products;
   if (!progress_.protected_note.empty()) validation["protected_note"] = progress_.protected_note;
   // The iteration's summary keeps no output: the progress row is rewritten

@@ -118,11 +118,34 @@ int run_as_worker(const std::string& url, loopr::cluster::WorkerOptions worker,
               << std::strerror(errno) << "\n";
     return 2;
   }
+  if (char* real = ::realpath(worker.state.c_str(), nullptr)) {
+    worker.state = real;
+    std::free(real);
+  }
   char self[4096] = {};
   const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (length <= 0) {
     std::cerr << "loopr-runner: cannot find its own binary (/proc/self/exe)\n";
     return 1;
+  }
+  // Jobs must not read the worker's credentials: a folder of their own is
+  // hidden from jobs (under --state, the sandbox covers it anyway).
+  std::string creds_folder;
+  if (!worker.creds_file.empty()) {
+    if (worker.creds_file[0] != '/') {
+      std::cerr << "loopr-runner: --creds must be an absolute path\n";
+      return 2;
+    }
+    creds_folder = worker.creds_file.substr(0, worker.creds_file.rfind('/'));
+    for (const char* shared : {"", "/etc", "/usr", "/var", "/opt", "/tmp", "/srv"}) {
+      if (creds_folder == shared) {
+        std::cerr << "loopr-runner: --creds " << worker.creds_file
+                  << ": put the credentials in a folder of their own (such as " << worker.state
+                  << "/nats.seed): jobs could read " << (creds_folder.empty() ? "/" : creds_folder)
+                  << "\n";
+        return 2;
+      }
+    }
   }
   worker.nats_url = url;
   worker.slots = slots;
@@ -137,6 +160,10 @@ int run_as_worker(const std::string& url, loopr::cluster::WorkerOptions worker,
                         "--stream-output",
                         "--sandbox",
                         sandbox};
+  if (!creds_folder.empty()) {
+    worker.runner_argv.push_back("--hide-daemon-folder");
+    worker.runner_argv.push_back("credentials=" + creds_folder);
+  }
   return loopr::cluster::run_worker(worker);
 }
 

@@ -49,6 +49,8 @@ if ! $for_run; then
     # tests and benchmarks
     libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
     ripgrep bubblewrap hyperfine util-linux
+    # the cluster tests: a worker in a network namespace of its own brings up lo
+    iproute2
     # the TUI's end-to-end tests run loopr-tui in a real terminal
     tmux
     # desktop notifications are tested on a private session bus

@@ -9,7 +9,7 @@
 #   BUILD_DIR defaults to build; the binaries must be built already
 #   (runner_test daemon_integration_test loop_integration_test loop_provider_test
 #   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-#   repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
+#   repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test cluster_looprd_test looprd looprctl loopr-runner loopr-tool loopr-attack-probe). The gtest args go to every
 #   test program.
 #   LOOPR_TEST_USER names the user (default loopr-unpriv); it is created
 #   (useradd --system, no home, no login shell) if it does not exist.
@@ -25,7 +25,7 @@ build=${1:-build}
 user=${LOOPR_TEST_USER:-loopr-unpriv}
 binaries=(runner_test daemon_integration_test loop_integration_test loop_provider_test
   plan_integration_test disk_full_test memory_daemon_test output_schema_test
-  repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
+  repo_settings_looprd_test loop_prep_test hooks_looprd_test approve_always_looprd_test cluster_looprd_test looprd looprctl loopr-runner loopr-tool loopr-fetch loopr-attack-probe loopr-interleaved-printer)
 
 fail() {
   echo "run-unprivileged-tests: $*" >&2
@@ -126,4 +126,10 @@ as_user "$work/bin/hooks_looprd_test" "$@" || status=1
 # command approved.
 echo "== approve_always_looprd_test as $user (uid $uid)"
 as_user "$work/bin/approve_always_looprd_test" "$@" || status=1
+
+# Workers through NATS as the user (issue 28): looprd and its workers as
+# ordinary processes, each worker's jobs in the user's own lane sandbox.
+# (As root, the main run puts each worker in a network namespace of its own.)
+echo "== cluster_looprd_test as $user (uid $uid)"
+as_user "$work/bin/cluster_looprd_test" "$@" || status=1
 exit "$status"
