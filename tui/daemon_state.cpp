@@ -74,6 +74,32 @@ void DaemonState::apply_metrics(const json& metrics, std::int64_t steady_ms) {
                         integer_of(lane, "queued")});
     }
   }
+  cluster_ = ClusterFigures{};
+  const json& cluster = member(metrics, "cluster");
+  if (cluster.is_object() && member(cluster, "configured").is_boolean() &&
+      cluster["configured"].get<bool>()) {
+    cluster_.configured = true;
+    cluster_.state = string_of(cluster, "state");
+    cluster_.last_error = string_of(cluster, "last_error");
+    cluster_.in_flight = integer_of(cluster, "in_flight");
+    cluster_.queued = integer_of(cluster, "queued");
+    const json& workers = member(cluster, "workers");
+    if (workers.is_array()) {
+      cluster_.worker_count = static_cast<std::int64_t>(workers.size());
+      for (const json& worker : workers) {
+        if (!worker.is_object() || cluster_.workers.size() >= 8) continue;
+        std::string name = string_of(worker, "id");
+        const json& labels = member(worker, "labels");
+        if (labels.is_array() && !labels.empty()) {
+          std::string list;
+          for (const json& label : labels)
+            if (label.is_string()) list += (list.empty() ? "" : ",") + label.get<std::string>();
+          name += "[" + list + "]";
+        }
+        cluster_.workers.push_back(std::move(name));
+      }
+    }
+  }
   double total = 0;
   const json& calls = member(metrics, "calls");
   if (calls.is_array())

@@ -55,6 +55,18 @@ struct LaneFigures {
   std::int64_t queued = 0;
 };
 
+// metrics.get's cluster part ([cluster], docs/cluster.md): the NATS link
+// and the workers looprd saw lately.
+struct ClusterFigures {
+  bool configured = false;
+  std::string state;  // connected, connecting, unreachable
+  std::string last_error;
+  std::vector<std::string> workers;  // "id" or "id[label,label]", at most 8
+  std::int64_t worker_count = 0;
+  std::int64_t in_flight = 0;
+  std::int64_t queued = 0;
+};
+
 // What one connection's snapshot read, in order: initialize, then after
 // events.subscribe, loop.list, approval.list, metrics.get.
 struct Snapshot {
@@ -107,6 +119,7 @@ class DaemonState {
   // The wall clock when the last snapshot or metrics were applied.
   void note_reading_time(std::int64_t now_ms) { uptime_read_at_ms_ = now_ms; }
   const std::vector<LaneFigures>& lanes() const { return lanes_; }
+  const ClusterFigures& cluster() const { return cluster_; }
   std::optional<double> calls_per_second() const { return calls_per_second_; }
 
   // ---- tool calls, newest last ----
@@ -134,6 +147,7 @@ class DaemonState {
   std::optional<std::int64_t> uptime_ms_;
   std::int64_t uptime_read_at_ms_ = 0;
   std::vector<LaneFigures> lanes_;
+  ClusterFigures cluster_;
   std::optional<double> calls_per_second_;
   std::optional<std::pair<std::int64_t, double>> last_calls_;  // steady ms, total count
 

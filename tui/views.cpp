@@ -170,6 +170,30 @@ Lines header(const DaemonState& state, std::int64_t now_ms, std::size_t width, b
     lanes.add(" " + std::to_string(lane.in_flight) + "/" + std::to_string(lane.slots));
     if (lane.queued > 0) lanes.add(" +" + std::to_string(lane.queued) + " queued", Style::warn);
   }
+  // Workers on other machines ([cluster]): how many, who, what they run.
+  if (const ClusterFigures& cluster = state.cluster(); cluster.configured) {
+    lanes.add(" \xe2\x94\x82 ", Style::dim);
+    lanes.add("workers ", Style::bold);
+    if (cluster.state != "connected") {
+      lanes.add("NATS " + printable(cluster.state), Style::bad);
+      if (!cluster.last_error.empty())
+        lanes.add(" (" + printable(cluster.last_error) + ")", Style::dim);
+      lanes.add(", running here", Style::warn);
+    } else {
+      lanes.add(std::to_string(cluster.worker_count),
+                cluster.worker_count > 0 ? Style::good : Style::warn);
+      if (!cluster.workers.empty()) {
+        std::string names;
+        for (const std::string& name : cluster.workers)
+          names += (names.empty() ? "" : " ") + name;
+        lanes.add(" " + printable(names), Style::dim);
+      }
+      lanes.add(" " + std::to_string(cluster.in_flight) + " running");
+      if (cluster.queued > 0) {
+        lanes.add(" +" + std::to_string(cluster.queued) + " queued", Style::warn);
+      }
+    }
+  }
   out.push_back(fitted(lanes, width));
 
   // What waits for the person first: it must survive a narrow terminal.

@@ -455,6 +455,39 @@ TEST(Views, BudgetLeftIsAColumnThatFitsAt80Columns) {
   EXPECT_NE(text.find("ID                       TYPE"), std::string::npos) << text;
 }
 
+TEST(Views, TheHeaderShowsTheWorkersAndWhenNatsIsAway) {
+  DaemonState state = plan_state();
+  state.apply_metrics(
+      {{"lanes", {{{"lane", "heavy"}, {"state", "ready"}, {"slots", 1}, {"in_flight", 0}}}},
+       {"cluster",
+        {{"configured", true},
+         {"state", "connected"},
+         {"in_flight", 2},
+         {"queued", 1},
+         {"workers",
+          {{{"id", "b"}, {"labels", json::array()}},
+           {{"id", "gpu-box"}, {"labels", {"gpu", "arch=x86"}}}}}}}},
+      0);
+  UiState ui;
+  std::string text = screen_text(compose(state, ui, {160, 40}, 3000));
+  EXPECT_NE(text.find("workers 2 b gpu-box[gpu,arch=x86] 2 running +1 queued"), std::string::npos)
+      << text;
+  state.apply_metrics({{"cluster",
+                        {{"configured", true},
+                         {"state", "unreachable"},
+                         {"last_error", "no servers available"},
+                         {"workers", json::array()}}}},
+                      0);
+  text = screen_text(compose(state, ui, {160, 40}, 3000));
+  EXPECT_NE(text.find("workers NATS unreachable (no servers available), running here"),
+            std::string::npos)
+      << text;
+  // Without [cluster], nothing is said of workers.
+  state.apply_metrics({{"cluster", {{"configured", false}}}}, 0);
+  text = screen_text(compose(state, ui, {160, 40}, 3000));
+  EXPECT_EQ(text.find("workers"), std::string::npos) << text;
+}
+
 TEST(Views, ReconnectingIsShownInTheHeader) {
   DaemonState state = plan_state();
   state.set_link(LinkState::reconnecting, "no socket");
