@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace loopr::cluster {
@@ -19,12 +20,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::uint64_t unix_ms() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
-}
 
 std::string random_id(std::string_view prefix) {
   std::random_device device;
@@ -71,10 +66,15 @@ struct ClusterLink::Pending {
   bool woken = false;
   bool started = false;
   bool cancelled = false;
-  Clock::time_point started_at;
+  Clock::time_point started_at;  // of the latest delivery
+  std::optional<Clock::time_point> first_started_at;
   std::string worker;
   std::uint64_t delivery = 0;
   std::optional<ClusterResult> result;
+  std::string nonce;
+  std::set<std::string> starters;  // workers that said "started"
+  std::uint64_t max_output_bytes = 0;
+  std::uint64_t output_bytes = 0;  // streamed so far
   void wake() {
     woken = true;
     timer.cancel();
@@ -93,6 +93,7 @@ ClusterLink::ClusterLink(asio::io_context& io, config::ClusterSettings settings,
 ClusterLink::~ClusterLink() {
   stop();
   pool_.join();
+  bundle_pool_.join();
 }
 
 bool ClusterLink::routes(std::string_view lane) const {
@@ -116,16 +117,21 @@ void ClusterLink::stop() {
   }
   stop_cv_.notify_all();
   if (connector_.joinable()) connector_.join();
-  *alive_ = false;
-  for (auto& [id, pending] : pending_) {
-    pending->cancelled = true;
-    pending->wake();
-  }
   std::shared_ptr<NatsClient> client;
   {
     std::lock_guard lock(client_mutex_);
     client = std::move(client_);
   }
+  // Workers still running looprd's jobs stop them: nobody takes the result.
+  for (auto& [id, pending] : pending_) {
+    if (client && pending->started) {
+      (void)client->publish(daemon_subject("cancel", daemon_id_), json{{"job_id", id}}.dump());
+    }
+    pending->cancelled = true;
+    pending->wake();
+  }
+  if (client) (void)client->flush(std::chrono::milliseconds(1000));
+  *alive_ = false;
   connected_ = false;
 }
 
@@ -156,6 +162,10 @@ void ClusterLink::connect_loop() {
         reconnected_ = true;
         stop_cv_.notify_all();
         return;
+      }
+      {
+        std::lock_guard lock(stop_mutex_);
+        if (stopping_) return;  // the close stop() asked for
       }
       connected_ = false;
       {
@@ -270,25 +280,52 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
     reply.why_local = std::move(why);
     return reply;
   };
+  const auto cancelled = [&] {
+    reply.result.job_id = job.job_id;
+    reply.result.status = proto::JobStatus::cancelled;
+    reply.link_error = make_error("cancelled", "the call was cancelled");
+    return reply;
+  };
   std::shared_ptr<NatsClient> client;
   {
     std::lock_guard lock(client_mutex_);
     client = client_;
   }
   if (!client || !connected_) co_return local(unreachable_reason());
+  if (pending_.count(job.job_id) != 0) {
+    co_return local("a job " + job.job_id + " is already in flight");
+  }
 
   const std::string job_id = job.job_id;
   const std::string worktree = job.worktree;
+  const auto began = Clock::now();
+  // Known from now on, so a cancel during the snapshot is not lost.
+  auto pending = std::make_shared<Pending>(io_);
+  pending->job_id = job_id;
+  pending->nonce = random_id("");
+  pending->max_output_bytes = job.max_output_bytes;
+  pending_[job_id] = pending;
+  const auto forget_pending = [this, job_id, pending] {
+    auto it = pending_.find(job_id);
+    if (it != pending_.end() && it->second == pending) pending_.erase(it);
+  };
+
   auto make_snapshot = [&]() {
     return snapshot_worktree(worktree, repo, job_id, host_id_, state_folder_);
   };
   Result<Snapshot> snapshot = co_await on_pool(pool_, make_snapshot);
+  if (pending->cancelled || !*alive_) {
+    forget_pending();
+    if (snapshot) asio::post(pool_, [held = *snapshot] { (void)drop_snapshot(held); });
+    co_return cancelled();
+  }
   if (!snapshot) {
+    forget_pending();
     co_return local("the worktree cannot be sent to a worker: " + snapshot.error().message);
   }
   {
     std::lock_guard lock(snapshots_mutex_);
-    snapshots_[job_id] = *snapshot;
+    snapshots_[job_id] = HeldSnapshot{*snapshot, 0};
   }
   const Snapshot held = *snapshot;
   const auto forget_snapshot = [this, job_id, held] {
@@ -311,31 +348,29 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
   queued.repo_name = snapshot->repo_name;
   queued.commit = snapshot->commit;
   queued.cwd = relative_cwd(snapshot->worktree, job.cwd);
-  queued.start_by_unix_ms =
-      unix_ms() + static_cast<std::uint64_t>(settings_.queue_timeout_s) * 1000;
+  queued.nonce = pending->nonce;
   queued.job = job;
   queued.job.worktree.clear();
   queued.job.cwd.clear();
   queued.job.egress_token.clear();  // a worker has no egress proxy of looprd's
 
-  auto pending = std::make_shared<Pending>(io_);
-  pending->job_id = job_id;
-  pending_[job_id] = pending;
   const std::string subject = jobs_subject(lane, settings_.require_labels);
   const std::string payload = encode(queued);
+  const auto queued_at = Clock::now();
   auto publish = [&]() { return client->publish_job(subject, payload); };
   Result<std::uint64_t> sequence = co_await on_pool(pool_, publish);
   if (!sequence) {
-    pending_.erase(job_id);
+    forget_pending();
     forget_snapshot();
+    if (pending->cancelled || !*alive_) co_return cancelled();
     co_return local("queueing the job failed: " + sequence.error().message);
   }
 
-  const auto queue_deadline = Clock::now() + std::chrono::seconds(settings_.queue_timeout_s);
+  const auto queue_deadline = queued_at + std::chrono::seconds(settings_.queue_timeout_s);
   const auto run_allowance = std::chrono::milliseconds(job.timeout_ms) +
                              2 * std::chrono::seconds(settings_.ack_wait_s) +
                              std::chrono::seconds(15);
-  while (!pending->result && !pending->cancelled) {
+  while (!pending->result && !pending->cancelled && *alive_) {
     const auto deadline = pending->started ? pending->started_at + run_allowance : queue_deadline;
     if (Clock::now() >= deadline) break;
     pending->woken = false;
@@ -343,29 +378,40 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
     std::error_code ignored;
     co_await pending->timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
-  pending_.erase(job_id);
+  forget_pending();
   forget_snapshot();
 
   reply.worker = pending->worker;
   reply.deliveries = pending->delivery;
   if (pending->result) {
     ++completed_;
+    const auto ms = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    reply.snapshot_ms = ms(queued_at - began);
+    reply.pickup_ms = pending->first_started_at ? ms(*pending->first_started_at - queued_at) : 0;
+    reply.overhead_ms = ms(Clock::now() - pending->started_at) -
+                        static_cast<double>(pending->result->result.duration_ms);
+    reply.prepare_ms = pending->result->prepare_ms;
     reply.result = std::move(pending->result->result);
     reply.result.job_id = job_id;
     reply.worker = pending->result->worker;
     co_return reply;
   }
-  reply.result.job_id = job_id;
-  if (!pending->started || pending->cancelled) {
+  // Given up: the job leaves the queue, and a worker still on it stops.
+  {
     const std::uint64_t seq = *sequence;
     const std::string stream = settings_.stream;
-    asio::post(pool_, [client, stream, seq] { (void)client->delete_message(stream, seq); });
+    const std::string cancel_subject = daemon_subject("cancel", daemon_id_);
+    const std::string body = json{{"job_id", job_id}}.dump();
+    const bool started = pending->started;
+    asio::post(pool_, [client, stream, seq, cancel_subject, body, started] {
+      (void)client->delete_message(stream, seq);
+      if (started) (void)client->publish(cancel_subject, body);
+    });
   }
-  if (pending->cancelled) {
-    reply.result.status = proto::JobStatus::cancelled;
-    reply.link_error = make_error("cancelled", "the call was cancelled");
-    co_return reply;
-  }
+  if (pending->cancelled || !*alive_) co_return cancelled();
+  reply.result.job_id = job_id;
   if (!pending->started) {
     const std::string why = "no worker started the job within [cluster] queue_timeout_s = " +
                             std::to_string(settings_.queue_timeout_s) + " s";
@@ -377,11 +423,12 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
     co_return reply;
   }
   reply.result.status = proto::JobStatus::error;
-  reply.link_error = make_error(errc::timeout,
-                                "worker " + pending->worker +
-                                    " stopped answering: no result within the job's timeout "
-                                    "and two acknowledgement deadlines",
-                                "the job may have been lost with its worker; run the call again");
+  reply.link_error = make_error(
+      errc::timeout,
+      "worker " + pending->worker +
+          " stopped answering: no result within the job's timeout and two acknowledgement "
+          "deadlines",
+      "the job may have been lost with its worker; run the call again");
   co_return reply;
 }
 
@@ -390,17 +437,12 @@ bool ClusterLink::cancel(const std::string& job_id) {
   if (it == pending_.end()) return false;
   it->second->cancelled = true;
   it->second->wake();
-  std::shared_ptr<NatsClient> client;
-  {
-    std::lock_guard lock(client_mutex_);
-    client = client_;
-  }
-  if (client) {
-    const std::string subject = daemon_subject("cancel", daemon_id_);
-    const std::string body = json{{"job_id", job_id}}.dump();
-    asio::post(pool_, [client, subject, body] { (void)client->publish(subject, body); });
-  }
   return true;
+}
+
+bool ClusterLink::admitted(const std::string& worker) const {
+  return settings_.admit.empty() ||
+         std::find(settings_.admit.begin(), settings_.admit.end(), worker) != settings_.admit.end();
 }
 
 void ClusterLink::on_progress(NatsMessage message) {
@@ -413,11 +455,8 @@ void ClusterLink::on_progress(NatsMessage message) {
     if (!*alive) return;
     auto it = pending_.find(progress.job_id);
     if (it == pending_.end()) return;
-    if (!settings_.admit.empty() && std::find(settings_.admit.begin(), settings_.admit.end(),
-                                              progress.worker) == settings_.admit.end()) {
-      return;
-    }
     Pending& pending = *it->second;
+    if (!admitted(progress.worker) || progress.nonce != pending.nonce) return;
     if (progress.kind == "started") {
       if (pending.started && pending.worker != progress.worker) {
         spdlog::warn("cluster: job {} redelivered to worker {} (delivery {}) after {} went silent",
@@ -427,9 +466,16 @@ void ClusterLink::on_progress(NatsMessage message) {
       pending.started_at = Clock::now();
       pending.worker = progress.worker;
       pending.delivery = progress.delivery;
+      pending.starters.insert(progress.worker);
+      if (!pending.first_started_at) pending.first_started_at = pending.started_at;
       pending.wake();
     } else if (progress.chunk && on_output_ && progress.worker == pending.worker) {
+      // Held to the tool's output cap, as a local runner holds a job's.
+      if (pending.output_bytes >= pending.max_output_bytes) return;
       proto::OutputChunk chunk = std::move(*progress.chunk);
+      const std::uint64_t room = pending.max_output_bytes - pending.output_bytes;
+      if (chunk.data.size() > room) chunk.data.resize(room);
+      pending.output_bytes += chunk.data.size();
       chunk.job_id = progress.job_id;
       on_output_(chunk);
     }
@@ -445,8 +491,7 @@ void ClusterLink::on_result(NatsMessage message) {
   asio::post(io_, [this, alive = alive_, result = std::move(*result)]() mutable {
     if (!*alive) return;
     const std::string job_id = result.result.job_id;
-    if (!settings_.admit.empty() && std::find(settings_.admit.begin(), settings_.admit.end(),
-                                              result.worker) == settings_.admit.end()) {
+    if (!admitted(result.worker)) {
       ++refused_;
       spdlog::warn(
           "cluster: result for job {} from worker {} refused: [cluster] admit does not "
@@ -463,13 +508,40 @@ void ClusterLink::on_result(NatsMessage message) {
           job_id, result.worker, result.delivery);
       return;
     }
-    it->second->result = std::move(result);
-    it->second->wake();
+    Pending& pending = *it->second;
+    // Only a worker that started this job, and saw it (the nonce), answers it.
+    if (result.nonce != pending.nonce || pending.starters.count(result.worker) == 0) {
+      ++refused_;
+      spdlog::warn(
+          "cluster: result for job {} from worker {} refused: not from a worker that "
+          "started it",
+          job_id, result.worker);
+      return;
+    }
+    // Held to the tool's output cap, whatever the worker sent.
+    proto::JobResult& held = result.result;
+    if (held.output.size() > pending.max_output_bytes) {
+      held.output.resize(pending.max_output_bytes);
+      held.truncated = true;
+    }
+    if (held.stderr_bytes.size() > pending.max_output_bytes) {
+      held.stderr_bytes.resize(pending.max_output_bytes);
+      held.truncated = true;
+    }
+    pending.result = std::move(result);
+    pending.wake();
   });
 }
 
+// A reply subject a bundle may go to: a requester's own inbox, never one of
+// the subjects looprd may publish on for itself.
+static bool is_inbox(const std::string& subject) {
+  return subject.starts_with("_INBOX.") && subject.size() < 256 &&
+         subject.find_first_of("*> \t\r\n") == std::string::npos;
+}
+
 void ClusterLink::on_bundle_request(NatsMessage message) {
-  if (message.reply.empty()) return;
+  if (!is_inbox(message.reply)) return;
   std::shared_ptr<NatsClient> client;
   {
     std::lock_guard lock(client_mutex_);
@@ -483,46 +555,61 @@ void ClusterLink::on_bundle_request(NatsMessage message) {
   };
   auto request = parse_bundle_request(message.data);
   if (!request) return refuse(request.error().message);
+  if (!admitted(request->worker)) return refuse("[cluster] admit does not list this worker");
   std::optional<Snapshot> snapshot;
   {
     std::lock_guard lock(snapshots_mutex_);
     auto it = snapshots_.find(request->job_id);
-    if (it != snapshots_.end() && it->second.repo_key == request->repo_key &&
-        it->second.commit == request->commit) {
-      snapshot = it->second;
+    if (it != snapshots_.end() && it->second.snapshot.repo_key == request->repo_key &&
+        it->second.snapshot.commit == request->commit && it->second.bundles_sent < kMaxDeliveries) {
+      ++it->second.bundles_sent;
+      snapshot = it->second.snapshot;
     }
   }
   if (!snapshot) return refuse("no job " + request->job_id + " in flight with that commit");
-  asio::post(
-      pool_, [this, client, snapshot = *snapshot, request = *request, reply = message.reply] {
-        auto path = write_bundle(snapshot, request.have, state_folder_);
-        if (!path) {
-          BundleChunk chunk;
-          chunk.error = path.error().message;
-          (void)client->publish(reply, encode(chunk));
-          return;
-        }
-        std::ifstream in(*path, std::ios::binary);
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        ::unlink(path->c_str());
-        std::uint64_t seq = 0;
-        std::size_t offset = 0;
-        do {
-          BundleChunk chunk;
-          chunk.seq = seq++;
-          chunk.bytes = bytes.substr(offset, kBundleChunkBytes);
-          offset += chunk.bytes.size();
-          chunk.last = offset >= bytes.size();
-          if (auto sent = client->publish(reply, encode(chunk)); !sent) {
-            spdlog::warn("cluster: sending a bundle to worker {}: {}", request.worker,
-                         sent.error().message);
-            return;
-          }
-        } while (offset < bytes.size());
-        (void)client->flush(std::chrono::milliseconds(5000));
-        spdlog::info("cluster: sent worker {} a bundle of {} ({} bytes) for job {}", request.worker,
-                     snapshot.repo_name, bytes.size(), request.job_id);
-      });
+  asio::post(bundle_pool_, [this, client, snapshot = *snapshot, request = *request,
+                            reply = message.reply] {
+    auto path = write_bundle(snapshot, request.have, state_folder_);
+    if (!path) {
+      BundleChunk chunk;
+      chunk.error = path.error().message;
+      (void)client->publish(reply, encode(chunk));
+      return;
+    }
+    // Read and sent a chunk at a time: a large repository's bundle is never
+    // held whole in looprd's memory.
+    std::ifstream in(*path, std::ios::binary);
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+    in.seekg(0);
+    std::uint64_t seq = 0, sent = 0;
+    std::string buffer(kBundleChunkBytes, '\0');
+    bool ok = true;
+    do {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      const auto got = static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount()));
+      BundleChunk chunk;
+      chunk.seq = seq++;
+      chunk.bytes.assign(buffer.data(), got);
+      sent += got;
+      chunk.last = sent >= size || got == 0;
+      if (auto published = client->publish(reply, encode(chunk)); !published) {
+        spdlog::warn("cluster: sending a bundle to worker {}: {}", request.worker,
+                     published.error().message);
+        ok = false;
+        break;
+      }
+      if (chunk.last) break;
+      // Let the bytes leave before the next chunk is read.
+      (void)client->flush(std::chrono::milliseconds(5000));
+    } while (true);
+    ::unlink(path->c_str());
+    (void)client->flush(std::chrono::milliseconds(5000));
+    if (ok) {
+      spdlog::info("cluster: sent worker {} a bundle of {} ({} bytes) for job {}", request.worker,
+                   snapshot.repo_name, size, request.job_id);
+    }
+  });
 }
 
 void ClusterLink::on_presence(NatsMessage message) {

@@ -51,6 +51,15 @@ struct RemoteReply {
   std::optional<Error> link_error;
   std::string worker;
   std::uint64_t deliveries = 0;  // JetStream deliveries the job took (2+: redelivered)
+  // Where the time went, in milliseconds (bench/cluster_bench.sh): making
+  // the snapshot and queueing the job; from queued to a worker's first
+  // "started" (with every worker busy, this includes the wait for one);
+  // and from the last "started" to the result beyond the job's own run
+  // time (the worker's checkout and any bundle, the result's way back).
+  double snapshot_ms = 0;
+  double pickup_ms = 0;
+  double overhead_ms = 0;
+  double prepare_ms = 0;  // the worker's own: bundle and checkout
 };
 
 class ClusterLink {
@@ -102,6 +111,7 @@ class ClusterLink {
   void on_presence(NatsMessage message);
   void settle(const std::shared_ptr<Pending>& pending);
   std::string unreachable_reason() const;
+  bool admitted(const std::string& worker) const;
 
   asio::io_context& io_;
   config::ClusterSettings settings_;
@@ -110,6 +120,9 @@ class ClusterLink {
   std::string daemon_id_;
   std::string host_id_;
   asio::thread_pool pool_{2};
+  // Bundles are written and sent here, one at a time, so a burst of them
+  // never holds up snapshots and publishing.
+  asio::thread_pool bundle_pool_{1};
 
   // The connection: made by the connect thread, then only read.
   std::shared_ptr<NatsClient> client_;
@@ -128,7 +141,11 @@ class ClusterLink {
   std::map<std::string, std::shared_ptr<Pending>> pending_;
   // Snapshots of jobs in flight, for bundle requests (any thread).
   mutable std::mutex snapshots_mutex_;
-  std::map<std::string, Snapshot> snapshots_;
+  struct HeldSnapshot {
+    Snapshot snapshot;
+    int bundles_sent = 0;  // at most one per delivery
+  };
+  std::map<std::string, HeldSnapshot> snapshots_;
   struct Seen {
     WorkerPresence presence;
     std::chrono::steady_clock::time_point at;

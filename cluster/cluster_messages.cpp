@@ -1,5 +1,7 @@
 #include "cluster/cluster_messages.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 
 #include "config/settings.hpp"
@@ -53,6 +55,15 @@ std::optional<std::vector<std::string>> texts(const json& o, const char* key) {
   return out;
 }
 
+// A folder's name as text JSON can carry: bytes outside printable ASCII
+// become '?' (it is only shown to people).
+std::string printable_name(const std::string& name) {
+  std::string out = name.substr(0, 128);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return out;
+}
+
 bool labels_valid(const std::vector<std::string>& labels) {
   return std::all_of(labels.begin(), labels.end(),
                      [](const std::string& l) { return config::cluster_label_valid(l); });
@@ -62,6 +73,10 @@ bool labels_valid(const std::vector<std::string>& labels) {
 
 bool valid_id(std::string_view id) {
   return config::cluster_label_valid(id) && id.find('=') == std::string_view::npos;
+}
+
+bool valid_worker_id(std::string_view id) {
+  return valid_id(id) && id != "local" && id != "unknown";
 }
 
 bool valid_commit(std::string_view commit) {
@@ -87,11 +102,20 @@ std::string jobs_subject(std::string_view lane, const std::vector<std::string>& 
 }
 
 std::string consumer_name(std::string_view lane, const std::vector<std::string>& labels) {
-  std::string name = "loopr_" + std::string(lane) + "_" + label_key(labels);
-  // '=' and '+' are fine in a subject, not in every tool's view of a name.
-  std::replace(name.begin(), name.end(), '=', '-');
-  std::replace(name.begin(), name.end(), '+', '_');
-  return name;
+  const std::string key = label_key(labels);
+  if (key == "any") return "loopr_" + std::string(lane) + "_any";
+  // '=' and '+' are not for every tool's view of a name, and mapping them
+  // to other characters could make two label sets one name: a digest.
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < 10 && i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return "loopr_" + std::string(lane) + "_" + hex;
 }
 
 std::vector<std::vector<std::string>> label_subsets(const std::vector<std::string>& labels) {
@@ -123,10 +147,10 @@ std::string encode(const ClusterJob& m) {
               {"lane", m.lane},
               {"labels", m.labels},
               {"repo_key", m.repo_key},
-              {"repo_name", m.repo_name},
+              {"repo_name", printable_name(m.repo_name)},
               {"commit", m.commit},
               {"cwd", m.cwd},
-              {"start_by_unix_ms", m.start_by_unix_ms},
+              {"nonce", m.nonce},
               {"job", proto::to_json(proto::RunnerMessage(m.job))}}
       .dump();
 }
@@ -138,7 +162,7 @@ Result<ClusterJob> parse_cluster_job(std::string_view payload) {
   auto daemon = text(*o, "daemon"), lane = text(*o, "lane"), key = text(*o, "repo_key"),
        name = text(*o, "repo_name"), commit = text(*o, "commit"), cwd = text(*o, "cwd");
   auto labels = texts(*o, "labels");
-  auto start_by = number(*o, "start_by_unix_ms");
+  auto nonce = text(*o, "nonce");
   if (!daemon || !valid_id(*daemon)) return bad("cluster job", "daemon");
   if (!lane || !valid_id(*lane)) return bad("cluster job", "lane");
   if (!labels || !labels_valid(*labels)) return bad("cluster job", "labels");
@@ -147,7 +171,7 @@ Result<ClusterJob> parse_cluster_job(std::string_view payload) {
   if (!cwd || cwd->starts_with("/") || cwd->find("..") != std::string::npos) {
     return bad("cluster job", "cwd");
   }
-  if (!start_by) return bad("cluster job", "start_by_unix_ms");
+  if (!nonce || nonce->empty() || nonce->size() > 64) return bad("cluster job", "nonce");
   auto job_json = o->find("job");
   if (job_json == o->end()) return bad("cluster job", "job");
   auto job = proto::parse_runner_message(*job_json);
@@ -159,13 +183,17 @@ Result<ClusterJob> parse_cluster_job(std::string_view payload) {
   m.repo_name = name.value_or("");
   m.commit = *commit;
   m.cwd = *cwd;
-  m.start_by_unix_ms = *start_by;
+  m.nonce = *nonce;
   m.job = std::get<proto::Job>(std::move(*job));
   return m;
 }
 
 std::string encode(const Progress& m) {
-  json out = {{"kind", m.kind}, {"job_id", m.job_id}, {"worker", m.worker}, {"delivery", m.delivery}};
+  json out = {{"kind", m.kind},
+              {"job_id", m.job_id},
+              {"worker", m.worker},
+              {"delivery", m.delivery},
+              {"nonce", m.nonce}};
   if (m.chunk) out["chunk"] = proto::to_json(proto::RunnerMessage(*m.chunk));
   return out.dump();
 }
@@ -178,8 +206,9 @@ Result<Progress> parse_progress(std::string_view payload) {
   auto delivery = number(*o, "delivery");
   if (!kind || (*kind != "started" && *kind != "output")) return bad("progress", "kind");
   if (!job || job->empty()) return bad("progress", "job_id");
-  if (!worker || !valid_id(*worker)) return bad("progress", "worker");
+  if (!worker || !valid_worker_id(*worker)) return bad("progress", "worker");
   m.kind = *kind;
+  m.nonce = text(*o, "nonce").value_or("");
   m.job_id = *job;
   m.worker = *worker;
   m.delivery = delivery.value_or(1);
@@ -198,6 +227,8 @@ Result<Progress> parse_progress(std::string_view payload) {
 std::string encode(const ClusterResult& m) {
   return json{{"worker", m.worker},
               {"delivery", m.delivery},
+              {"nonce", m.nonce},
+              {"prepare_ms", m.prepare_ms},
               {"result", proto::to_json(proto::RunnerMessage(m.result))}}
       .dump();
 }
@@ -207,7 +238,7 @@ Result<ClusterResult> parse_cluster_result(std::string_view payload) {
   if (!o) return std::move(o).error();
   ClusterResult m;
   auto worker = text(*o, "worker");
-  if (!worker || !valid_id(*worker)) return bad("cluster result", "worker");
+  if (!worker || !valid_worker_id(*worker)) return bad("cluster result", "worker");
   auto result_json = o->find("result");
   if (result_json == o->end()) return bad("cluster result", "result");
   auto result = proto::parse_runner_message(*result_json);
@@ -216,6 +247,10 @@ Result<ClusterResult> parse_cluster_result(std::string_view payload) {
   }
   m.worker = *worker;
   m.delivery = number(*o, "delivery").value_or(1);
+  m.nonce = text(*o, "nonce").value_or("");
+  if (auto prepare = o->find("prepare_ms"); prepare != o->end() && prepare->is_number()) {
+    m.prepare_ms = prepare->get<double>();
+  }
   m.result = std::get<proto::JobResult>(std::move(*result));
   return m;
 }
@@ -238,10 +273,9 @@ Result<BundleRequest> parse_bundle_request(std::string_view payload) {
   if (!job || job->empty()) return bad("bundle request", "job_id");
   if (!key || !valid_id(*key)) return bad("bundle request", "repo_key");
   if (!commit || !valid_commit(*commit)) return bad("bundle request", "commit");
-  if (!worker || !valid_id(*worker)) return bad("bundle request", "worker");
-  if (!have || have->size() > 64 || !std::all_of(have->begin(), have->end(), [](const auto& c) {
-        return valid_commit(c);
-      })) {
+  if (!worker || !valid_worker_id(*worker)) return bad("bundle request", "worker");
+  if (!have || have->size() > 64 ||
+      !std::all_of(have->begin(), have->end(), [](const auto& c) { return valid_commit(c); })) {
     return bad("bundle request", "have");
   }
   return BundleRequest{*job, *key, *commit, *worker, *have};
@@ -285,14 +319,9 @@ std::string encode(const WorkerPresence& m) {
                        {"tool", job.tool},
                        {"started_unix_ms", job.started_unix_ms}});
   }
-  return json{{"id", m.id},
-              {"labels", m.labels},
-              {"lanes", m.lanes},
-              {"slots", m.slots},
-              {"running", running},
-              {"sent_unix_ms", m.sent_unix_ms},
-              {"version", m.version},
-              {"leaving", m.leaving}}
+  return json{{"id", m.id},           {"labels", m.labels},  {"lanes", m.lanes},
+              {"slots", m.slots},     {"running", running},  {"sent_unix_ms", m.sent_unix_ms},
+              {"version", m.version}, {"leaving", m.leaving}}
       .dump();
 }
 
@@ -304,7 +333,7 @@ Result<WorkerPresence> parse_worker_presence(std::string_view payload) {
   auto labels = texts(*o, "labels"), lanes = texts(*o, "lanes");
   auto slots = number(*o, "slots"), sent = number(*o, "sent_unix_ms"),
        version = number(*o, "version");
-  if (!id || !valid_id(*id)) return bad("worker presence", "id");
+  if (!id || !valid_worker_id(*id)) return bad("worker presence", "id");
   if (!labels || !labels_valid(*labels)) return bad("worker presence", "labels");
   if (!lanes) return bad("worker presence", "lanes");
   if (!slots || *slots == 0 || *slots > proto::kMaxRunnerSlots) {
@@ -322,10 +351,9 @@ Result<WorkerPresence> parse_worker_presence(std::string_view payload) {
   if (auto running = o->find("running"); running != o->end() && running->is_array()) {
     for (const json& item : *running) {
       if (!item.is_object()) continue;
-      m.running.push_back(RunningJob{text(item, "job_id").value_or(""),
-                                     text(item, "daemon").value_or(""),
-                                     text(item, "tool").value_or(""),
-                                     number(item, "started_unix_ms").value_or(0)});
+      m.running.push_back(
+          RunningJob{text(item, "job_id").value_or(""), text(item, "daemon").value_or(""),
+                     text(item, "tool").value_or(""), number(item, "started_unix_ms").value_or(0)});
     }
   }
   return m;

@@ -57,7 +57,9 @@ struct ClusterJob {
   std::string repo_name;            // for people: the folder's name
   std::string commit;               // the exact tree to run in (40 hex)
   std::string cwd;                  // relative to the worktree; "" = its top
-  std::uint64_t start_by_unix_ms = 0;  // a first delivery later than this is dropped
+  // Random per job: a worker's progress and result echo it, so a result
+  // cannot be made up by a party that never saw the job.
+  std::string nonce;
   proto::Job job;
 };
 
@@ -68,12 +70,16 @@ struct Progress {
   std::string job_id;
   std::string worker;
   std::uint64_t delivery = 1;
+  std::string nonce;  // the job's
   std::optional<proto::OutputChunk> chunk;
 };
 
 struct ClusterResult {
   std::string worker;
   std::uint64_t delivery = 1;
+  std::string nonce;  // the job's
+  // The worker's own time to make the job's tree ready (bundle, checkout).
+  double prepare_ms = 0;
   proto::JobResult result;
 };
 
@@ -131,6 +137,9 @@ Result<WorkerPresence> parse_worker_presence(std::string_view payload);
 
 // An id a subject may carry (a worker's or looprd's): 1-64 of [A-Za-z0-9_-].
 bool valid_id(std::string_view id);
+// A worker's id: valid_id(), and not one of the names looprd gives calls
+// that ran on no worker ("local", "unknown").
+bool valid_worker_id(std::string_view id);
 bool valid_commit(std::string_view commit);
 
 }  // namespace loopr::cluster

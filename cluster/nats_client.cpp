@@ -3,7 +3,9 @@
 #include <nats/nats.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 
 #include "cluster/nkey.hpp"
 
@@ -52,6 +54,10 @@ bool is_creds_file(const std::string& path) {
 
 struct NatsClient::Callbacks {
   StateHandler on_state;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool closed = false;
+  int live_subscriptions = 0;
 };
 
 JobMessage::JobMessage(natsMsg* message) : message_(message) {
@@ -154,6 +160,7 @@ namespace {
 
 void state_down(natsConnection* nc, void* closure) {
   auto* handler = static_cast<NatsClient::StateHandler*>(closure);
+  if (handler == nullptr) return;
   const char* text = nullptr;
   natsStatus s = natsConnection_GetLastError(nc, &text);
   if (*handler) {
@@ -215,6 +222,15 @@ Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& sett
   natsOptions_SetMaxPingsOut(o, 2);
   natsOptions_SetDisconnectedCB(o, state_down, &client->callbacks_->on_state);
   natsOptions_SetReconnectedCB(o, state_up, &client->callbacks_->on_state);
+  natsOptions_SetClosedCB(
+      o,
+      [](natsConnection*, void* closure) {
+        auto* callbacks = static_cast<Callbacks*>(closure);
+        std::lock_guard lock(callbacks->mutex);
+        callbacks->closed = true;
+        callbacks->changed.notify_all();
+      },
+      client->callbacks_.get());
   if (!settings.creds_file.empty()) {
     if (::access(settings.creds_file.c_str(), R_OK) != 0) {
       return make_error(kClusterAuth,
@@ -272,7 +288,14 @@ Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& sett
 }
 
 NatsClient::~NatsClient() {
-  if (connection_ != nullptr) natsConnection_Close(connection_);
+  if (connection_ != nullptr) {
+    natsConnection_Close(connection_);
+    // libnats calls its handlers on threads of its own: wait for the last.
+    std::unique_lock lock(callbacks_->mutex);
+    callbacks_->changed.wait_for(lock, std::chrono::seconds(10), [this] {
+      return callbacks_->closed && callbacks_->live_subscriptions == 0;
+    });
+  }
   {
     std::lock_guard lock(subscriptions_mutex_);
     for (natsSubscription* sub : subscriptions_)
@@ -281,6 +304,11 @@ NatsClient::~NatsClient() {
   }
   if (jetstream_ != nullptr) jsCtx_Destroy(jetstream_);
   if (connection_ != nullptr) natsConnection_Destroy(connection_);
+}
+
+std::size_t NatsClient::max_payload() const {
+  const int64_t payload = connection_ != nullptr ? natsConnection_GetMaxPayload(connection_) : 0;
+  return payload > 0 ? static_cast<std::size_t>(payload) : std::size_t{1024 * 1024};
 }
 
 bool NatsClient::connected() const {
@@ -331,6 +359,19 @@ Result<void> NatsClient::subscribe(const std::string& subject, Handler handler) 
   }
   // Results and progress come in bursts: room for many before any is dropped.
   natsSubscription_SetPendingLimits(sub, 65536, 256 * 1024 * 1024);
+  {
+    std::lock_guard lock(callbacks_->mutex);
+    ++callbacks_->live_subscriptions;
+  }
+  natsSubscription_SetOnCompleteCB(
+      sub,
+      [](void* closure) {
+        auto* callbacks = static_cast<Callbacks*>(closure);
+        std::lock_guard lock(callbacks->mutex);
+        --callbacks->live_subscriptions;
+        callbacks->changed.notify_all();
+      },
+      callbacks_.get());
   std::lock_guard lock(subscriptions_mutex_);
   subscriptions_.push_back(sub);
   handlers_.push_back(std::move(owned));
@@ -390,6 +431,8 @@ Result<void> NatsClient::ensure_consumer(const std::string& stream, const std::s
   config.AckWait = static_cast<std::int64_t>(ack_wait.count()) * 1'000'000;
   config.FilterSubject = subject.c_str();
   config.MaxAckPending = 4096;
+  // A job that kills every worker's runner is not passed round forever.
+  config.MaxDeliver = kMaxDeliveries;
   jsConsumerInfo* info = nullptr;
   jsErrCode js = static_cast<jsErrCode>(0);
   natsStatus s = js_AddConsumer(&info, jetstream_, stream.c_str(), &config, nullptr, &js);

@@ -9,6 +9,10 @@
 // not block for long (hand the message to your own thread or io_context).
 // Every other method may be called from any thread.
 //
+// Destruction closes the connection and waits (up to 10 s) until libnats
+// has called its last callback — the connection's closed handler and each
+// subscription's completion — so no handler runs on a freed client.
+//
 // After the first successful connect(), the library reconnects by itself,
 // forever, once a second; subscriptions and pull consumers survive that.
 // on_state tells of each loss and return of the connection.
@@ -35,6 +39,8 @@ namespace loopr::cluster {
 
 inline constexpr const char* kClusterAuth = "cluster_auth";
 inline constexpr const char* kClusterUnavailable = "cluster_unavailable";
+// Deliveries of one job at most (the consumer's MaxDeliver).
+inline constexpr int kMaxDeliveries = 4;
 
 struct NatsSettings {
   std::string url;         // nats://HOST:PORT or tls://HOST:PORT (a comma-separated list)
@@ -125,6 +131,8 @@ class NatsClient {
   NatsClient& operator=(const NatsClient&) = delete;
 
   bool connected() const;
+  // The largest payload the server takes (its max_payload; 1 MiB by default).
+  std::size_t max_payload() const;
   Result<void> publish(const std::string& subject, std::string_view data);
   Result<void> publish_request(const std::string& subject, const std::string& reply,
                                std::string_view data);
@@ -140,7 +148,8 @@ class NatsClient {
   Result<void> ensure_work_queue(const std::string& stream, const std::string& subjects);
   Result<bool> stream_exists(const std::string& stream);
   // A durable pull consumer of `stream` for `subject`, made or updated to
-  // `ack_wait` (explicit acks, delivered until acknowledged).
+  // `ack_wait` (explicit acks, delivered until acknowledged, at most
+  // kMaxDeliveries times).
   Result<void> ensure_consumer(const std::string& stream, const std::string& durable,
                                const std::string& subject, std::chrono::milliseconds ack_wait);
   // Binds to an existing consumer (errc::not_found while it does not exist).

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -47,12 +48,17 @@ class Worker {
 
   int run(std::unique_ptr<NatsClient> client) {
     client_ = std::move(client);
-    (void)client_->subscribe(std::string(kSubjectPrefix) + ".cancel.*", [this](NatsMessage m) {
+    // A cancel names the job; the subject names the looprd that sent it,
+    // so one looprd cannot stop another's job.
+    const std::string cancel_prefix = std::string(kSubjectPrefix) + ".cancel.";
+    (void)client_->subscribe(cancel_prefix + "*", [this, cancel_prefix](NatsMessage m) {
       const auto body = nlohmann::json::parse(m.data, nullptr, false);
       if (!body.is_object() || !body.contains("job_id") || !body["job_id"].is_string()) return;
-      const std::string id = body["job_id"].get<std::string>();
+      if (!m.subject.starts_with(cancel_prefix)) return;
+      const std::string key =
+          running_key(m.subject.substr(cancel_prefix.size()), body["job_id"].get<std::string>());
       std::lock_guard lock(running_mutex_);
-      if (running_.count(id) != 0) runner_->cancel(id);
+      if (running_.count(key) != 0) runner_->cancel(key);
     });
     std::vector<std::thread> threads;
     threads.emplace_back([this] { presence_loop(); });
@@ -78,6 +84,8 @@ class Worker {
     leaving.leaving = true;
     (void)client_->publish(worker_subject(options_.id), encode(leaving));
     (void)client_->flush(std::chrono::milliseconds(1000));
+    // Closed here, while everything its handlers touch is still alive.
+    client_.reset();
     return exit_code_;
   }
 
@@ -184,6 +192,28 @@ class Worker {
     return {};
   }
 
+  // The key a running job is known by here: looprd's call ids restart at
+  // c-1 with each looprd, so the daemon's id is part of it. It is also the
+  // job id the worker's own runner sees.
+  static std::string running_key(const std::string& daemon, const std::string& job_id) {
+    return daemon + "/" + job_id;
+  }
+
+  // The result as it can travel: within the server's max_payload, the
+  // output and stderr cut (head kept, truncated set) when the whole would
+  // not fit. An encoded result always fits once both are cut this far.
+  std::string fitted_result(ClusterResult out) const {
+    const std::size_t limit = client_->max_payload();
+    std::string encoded = encode(out);
+    if (encoded.size() <= limit) return encoded;
+    // Base64 (binary output) costs 4/3, and JSON escaping may double text.
+    const std::size_t room = limit > 16384 ? (limit - 16384) / 4 : 0;
+    if (out.result.output.size() > room) out.result.output.resize(room);
+    if (out.result.stderr_bytes.size() > room) out.result.stderr_bytes.resize(room);
+    out.result.truncated = true;
+    return encode(out);
+  }
+
   void handle(unsigned slot, Consumer& consumer, JobMessage& message) {
     auto parsed = parse_cluster_job(message.data());
     if (!parsed) {
@@ -193,70 +223,111 @@ class Worker {
     }
     ClusterJob job = std::move(*parsed);
     const std::string job_id = job.job.job_id;
-    if (message.delivery() <= 1 && job.start_by_unix_ms != 0 &&
-        now_unix_ms() > job.start_by_unix_ms) {
-      say("job " + job_id + " dropped: it waited past its queue timeout, looprd ran it elsewhere");
-      (void)message.ack();
-      return;
-    }
-    const std::string progress_subject = daemon_subject("progress", job.daemon);
-    Progress started{"started", job_id, options_.id, message.delivery(), std::nullopt};
-    (void)client_->publish(progress_subject, encode(started));
+    const std::string key = running_key(job.daemon, job_id);
     {
       std::lock_guard lock(running_mutex_);
-      running_[job_id] = RunningJob{job_id, job.daemon, job.job.tool, now_unix_ms()};
+      if (running_.count(key) != 0) {
+        // Redelivered to the worker that still runs it (its heartbeat was
+        // late): the run under way acknowledges the message when it ends.
+        say("job " + job_id + " delivered again while it runs here; the run under way answers");
+        return;
+      }
+      running_[key] = RunningJob{job_id, job.daemon, job.job.tool, now_unix_ms()};
     }
+    // In-progress acknowledgements from now until the acknowledgement,
+    // through the checkout (a bundle, a busy repository) and the run.
+    std::mutex beat_mutex;
+    std::condition_variable beat_stop;
+    bool beating = true;
+    std::thread heartbeat([&] {
+      const auto every = std::max(std::chrono::milliseconds(100), consumer.ack_wait / 3);
+      std::unique_lock lock(beat_mutex);
+      while (!beat_stop.wait_for(lock, every, [&] { return !beating; })) {
+        (void)message.in_progress();
+      }
+    });
+    const auto stop_heartbeat = [&] {
+      {
+        std::lock_guard lock(beat_mutex);
+        beating = false;
+      }
+      beat_stop.notify_all();
+      if (heartbeat.joinable()) heartbeat.join();
+    };
+    const auto forget = [&] {
+      std::lock_guard lock(running_mutex_);
+      running_.erase(key);
+    };
+
+    const std::string progress_subject = daemon_subject("progress", job.daemon);
+    Progress started{"started", job_id, options_.id, message.delivery(), job.nonce, std::nullopt};
+    (void)client_->publish(progress_subject, encode(started));
     say("job " + job_id + " (" + job.job.tool + ", " + job.repo_name + " at " +
         job.commit.substr(0, 12) + ", delivery " + std::to_string(message.delivery()) + ")");
-    auto last_heartbeat = Clock::now();
-    const auto heartbeat_every = std::max(std::chrono::milliseconds(200), consumer.ack_wait / 3);
-    auto heartbeat = [&] {
-      if (Clock::now() - last_heartbeat < heartbeat_every) return;
-      last_heartbeat = Clock::now();
-      (void)message.in_progress();
-    };
     auto fetch = [&](const std::vector<std::string>& have, const std::string& path) {
-      (void)message.in_progress();
       return fetch_bundle(job, have, path);
     };
     ClusterResult out;
     out.worker = options_.id;
     out.delivery = message.delivery();
+    out.nonce = job.nonce;
     out.result.job_id = job_id;
+    const auto preparing = Clock::now();
     auto worktree = repos_.prepare(job.repo_key, job.commit, slot, fetch);
+    out.prepare_ms = std::chrono::duration<double, std::milli>(Clock::now() - preparing).count();
     if (!worktree) {
       out.result.status = proto::JobStatus::error;
       out.result.error = "worker " + options_.id +
                          " could not check out the job's commit: " + worktree.error().message;
     } else {
       proto::Job local = job.job;
+      local.job_id = key;
       local.worktree = *worktree;
       local.cwd = job.cwd.empty() ? *worktree : *worktree + "/" + job.cwd;
       auto on_output = [&](const proto::OutputChunk& chunk) {
-        Progress output{"output", job_id, options_.id, message.delivery(), chunk};
+        proto::OutputChunk theirs = chunk;
+        theirs.job_id = job_id;
+        Progress output{"output", job_id, options_.id, message.delivery(), job.nonce, theirs};
         (void)client_->publish(progress_subject, encode(output));
       };
-      auto result = runner_->run(local, on_output, heartbeat);
+      auto result = runner_->run(local, on_output, {});
       if (!result) {
         say("its runner is gone (" + result.error().message + "): job " + job_id +
             " given back, worker exits");
+        stop_heartbeat();
         (void)message.nak();
         exit_code_ = 1;
         stopping_ = true;
-        std::lock_guard lock(running_mutex_);
-        running_.erase(job_id);
+        forget();
         return;
       }
       out.result = std::move(*result);
+      out.result.job_id = job_id;
     }
-    (void)client_->publish(daemon_subject("results", job.daemon), encode(out));
+    auto sent = client_->publish(daemon_subject("results", job.daemon), fitted_result(out));
+    if (!sent) {
+      // Say so in a result small enough to travel, rather than lose it.
+      ClusterResult failed;
+      failed.worker = out.worker;
+      failed.delivery = out.delivery;
+      failed.nonce = out.nonce;
+      failed.result.job_id = job_id;
+      failed.result.status = proto::JobStatus::error;
+      failed.result.error =
+          "worker " + options_.id + " could not send the job's result: " + sent.error().message;
+      sent = client_->publish(daemon_subject("results", job.daemon), encode(failed));
+    }
     (void)client_->flush(std::chrono::milliseconds(5000));
-    if (auto acked = message.ack(); !acked) {
+    stop_heartbeat();
+    if (!sent) {
+      say("job " + job_id + ": no result could be sent (" + sent.error().message +
+          "); given back for another worker");
+      (void)message.nak();
+    } else if (auto acked = message.ack(); !acked) {
       say("job " + job_id + ": acknowledgement failed (" + acked.error().message +
           "); the server may deliver it again, and looprd keeps one result");
     }
-    std::lock_guard lock(running_mutex_);
-    running_.erase(job_id);
+    forget();
   }
 
   const WorkerOptions& options_;
@@ -272,8 +343,10 @@ class Worker {
 }  // namespace
 
 int run_worker(const WorkerOptions& options) {
-  if (!valid_id(options.id)) {
-    say("--id \"" + options.id + "\" cannot be a worker id: 1-64 letters, digits, '_' or '-'");
+  if (!valid_worker_id(options.id)) {
+    say("--id \"" + options.id +
+        "\" cannot be a worker id: 1-64 letters, digits, '_' or '-', and not \"local\" or "
+        "\"unknown\"");
     return 2;
   }
   WorkerRepos prepare_folders(options.state);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "loops/git/git_command.hpp"
@@ -24,14 +25,16 @@ std::vector<std::string> held_commits(const GitCommand& git) {
   std::size_t start = 0;
   while (start < listed->size()) {
     const auto end = listed->find('\n', start);
-    std::string line = listed->substr(start, end == std::string::npos ? std::string::npos
-                                                                       : end - start);
+    std::string line =
+        listed->substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (line.size() == 40) out.push_back(line);
     if (end == std::string::npos) break;
     start = end + 1;
   }
   return out;
 }
+
+std::atomic<unsigned> bundle_counter{0};
 
 }  // namespace
 
@@ -55,7 +58,9 @@ Result<void> WorkerRepos::ensure_commit(const std::string& bare, const std::stri
   if (!git) return std::move(git).error();
   auto present = git->run({"cat-file", "-e", commit + "^{commit}"}, loops::read_only_options());
   if (present && present->succeeded()) return {};
-  const std::string path = state_ + "/tmp/" + commit + "-" + std::to_string(::getpid()) + ".bundle";
+  // Unique: two repositories may want the same commit at once.
+  const std::string path = state_ + "/tmp/" + fs::path(bare).stem().string() + "-" + commit + "-" +
+                           std::to_string(bundle_counter.fetch_add(1)) + ".bundle";
   struct Remove {
     std::string path;
     ~Remove() { ::unlink(path.c_str()); }
@@ -66,15 +71,15 @@ Result<void> WorkerRepos::ensure_commit(const std::string& bare, const std::stri
     return std::move(r).error();
   }
   // Keep the newest 32 commits named; git's gc may take the rest.
-  auto refs = git->output({"for-each-ref", "--sort=-committerdate", "--format=%(refname)",
-                           "refs/loopr/have/"},
-                          loops::read_only_options());
+  auto refs = git->output(
+      {"for-each-ref", "--sort=-committerdate", "--format=%(refname)", "refs/loopr/have/"},
+      loops::read_only_options());
   if (refs) {
     std::size_t start = 0, index = 0;
     while (start < refs->size()) {
       const auto end = refs->find('\n', start);
-      const std::string ref = refs->substr(start, end == std::string::npos ? std::string::npos
-                                                                           : end - start);
+      const std::string ref =
+          refs->substr(start, end == std::string::npos ? std::string::npos : end - start);
       if (index++ >= 32 && !ref.empty()) (void)git->run({"update-ref", "-d", ref});
       if (end == std::string::npos) break;
       start = end + 1;

@@ -906,8 +906,14 @@ class SettingsReader {
                  [&c](const toml::value& v, const std::string& key) {
                    c.lanes = detail::read_string_list(v, key);
                    for (const std::string& lane : c.lanes) {
-                     if (lane != lanes::no_net && lane != lanes::net && lane != lanes::heavy) {
-                       fail(v, key, "unknown lane \"" + lane + "\"; lanes are no-net, net, heavy");
+                     if (lane == lanes::net) {
+                       fail(v, key,
+                            "the net lane stays on this machine: its calls need the egress "
+                            "proxy, and web_search's carry a provider's key; workers take "
+                            "no-net and heavy");
+                     }
+                     if (lane != lanes::no_net && lane != lanes::heavy) {
+                       fail(v, key, "unknown lane \"" + lane + "\"; workers take no-net and heavy");
                      }
                    }
                  }},

@@ -665,8 +665,12 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   }
   LaneReply reply;
   std::string worker = store::kLocalWorker;
+  json dispatch;
   bool ran_on_worker = false;
-  if (cluster_ != nullptr && cluster_->routes(tool->lane)) {
+  // A tool with a web facility carries a provider's key in its arguments
+  // and needs the network: it never leaves this machine.
+  if (cluster_ != nullptr && cluster_->routes(tool->lane) &&
+      tool->web == config::WebFacility::none) {
     // A worker on another machine (docs/cluster.md); it says when the call
     // must run here instead (NATS unreachable, no worker in time, ...).
     proto::Job remote_job = job;
@@ -686,6 +690,11 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
       reply.result = std::move(remote.result);
       reply.link_error = std::move(remote.link_error);
       worker = remote.worker.empty() ? std::string("unknown") : remote.worker;
+      dispatch = {{"snapshot_ms", remote.snapshot_ms},
+                  {"pickup_ms", remote.pickup_ms},
+                  {"overhead_ms", remote.overhead_ms},
+                  {"prepare_ms", remote.prepare_ms},
+                  {"deliveries", remote.deliveries}};
       ran_on_worker = true;
     }
   }
@@ -703,6 +712,7 @@ asio::awaitable<ToolCallOutcome> ToolRouter::run_call(ToolCallRequest request,
   done.lane = tool->lane;
   done.retried = reply.retried;
   done.worker = worker;
+  done.dispatch = std::move(dispatch);
   // A caller that went away never saw the result: its session learns nothing.
   if (!request.caller_gone || !request.caller_gone()) track_reads(done, request, *worktree);
   co_await after_hooks(done, std::move(hook_call), std::move(before_notes));
@@ -896,6 +906,7 @@ void ToolRouter::finish(ToolCallOutcome& outcome, const ToolCallRequest& request
   if (!request.loop_id.empty()) finished_event["loop_id"] = request.loop_id;
   if (outcome.retried) finished_event["retried"] = true;
   finished_event["worker"] = outcome.worker;
+  if (!outcome.dispatch.is_null()) finished_event["dispatch"] = outcome.dispatch;
   events_.publish("tool.finished", std::move(finished_event));
 }
 

@@ -103,6 +103,9 @@ struct ToolCallOutcome {
   // Who ran it: a worker's id when [cluster] sent it to one
   // (docs/cluster.md), "local" for this machine's runners and looprd.
   std::string worker = store::kLocalWorker;
+  // For a call a worker ran: {snapshot_ms, pickup_ms, overhead_ms,
+  // deliveries} (cluster::RemoteReply); told in tool.finished only.
+  nlohmann::json dispatch;
 
   nlohmann::json to_json() const;
 };

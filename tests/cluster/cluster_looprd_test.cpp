@@ -4,13 +4,12 @@
 // their own — as root, each in a network namespace that reaches only the
 // NATS port. Each test names the behaviour it proves and checks it through
 // tool.call replies, metrics.get's cluster part, loop.get and the logs.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <fstream>
 #include <future>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "cluster/cluster_messages.hpp"
 #include "cluster/nats_client.hpp"
@@ -164,7 +163,8 @@ TEST_F(ClusterTest, LabelsRouteJobsToTheWorkersThatHaveThem) {
   const json workers = cluster()["workers"];
   bool listed = false;
   for (const json& w : workers)
-    if (w["id"] == "gpu-box") listed = w["labels"] == json({"arch=x86", "gpu"}) || w["labels"] == json({"gpu", "arch=x86"});
+    if (w["id"] == "gpu-box")
+      listed = w["labels"] == json({"arch=x86", "gpu"}) || w["labels"] == json({"gpu", "arch=x86"});
   EXPECT_TRUE(listed) << workers.dump(2);
 }
 
@@ -174,8 +174,8 @@ TEST_F(ClusterTest, AWorkerKilledMidJobHasItsJobRedeliveredAndFinishedOnce) {
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   add_worker({"a"});
   add_worker({"b"});
-  auto call = std::async(std::launch::async,
-                         [&] { return daemon_->tool("validate", json::object()); });
+  auto call =
+      std::async(std::launch::async, [&] { return daemon_->tool("validate", json::object()); });
   std::string first;
   ASSERT_TRUE(eventually([&] { return !(first = running("validate")).empty(); }, 20s))
       << worker_logs();
@@ -198,8 +198,8 @@ TEST_F(ClusterTest, AStalledWorkerLosesItsJobAndItsLateResultIsIgnored) {
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   add_worker({"a"});
   add_worker({"b"});
-  auto call = std::async(std::launch::async,
-                         [&] { return daemon_->tool("validate", json::object()); });
+  auto call =
+      std::async(std::launch::async, [&] { return daemon_->tool("validate", json::object()); });
   std::string first;
   ASSERT_TRUE(eventually([&] { return !(first = running("validate")).empty(); }, 20s));
   Worker& stalled = *worker_named(first);
@@ -222,8 +222,8 @@ TEST_F(ClusterTest, AForgedOrRepeatedResultIsNotTakenForTheJobs) {
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   add_worker({"w1"});
   const std::string daemon_id = cluster()["daemon_id"];
-  auto call = std::async(std::launch::async,
-                         [&] { return daemon_->tool("validate", json::object()); });
+  auto call =
+      std::async(std::launch::async, [&] { return daemon_->tool("validate", json::object()); });
   std::string job_id;
   ASSERT_TRUE(eventually([&] { return !running("validate", &job_id).empty(); }, 20s));
   ASSERT_FALSE(job_id.empty());
@@ -239,12 +239,14 @@ TEST_F(ClusterTest, AForgedOrRepeatedResultIsNotTakenForTheJobs) {
   forged.result.exit_code = 0;
   forged.result.output = R"({"exit_code":0,"stdout":"forged","stderr":"","output":"forged"})";
   ASSERT_TRUE((*client)->publish(cluster::daemon_subject("results", daemon_id), encode(forged)));
+  // The admitted worker's id, but without the job's nonce: it never saw the job.
+  forged.worker = "w1";
+  ASSERT_TRUE((*client)->publish(cluster::daemon_subject("results", daemon_id), encode(forged)));
   const json reply = call.get();
   EXPECT_EQ(reply["worker"], "w1");
   EXPECT_NE(reply["output"].value("stdout", "").find("real"), std::string::npos) << reply.dump(2);
-  EXPECT_EQ(cluster()["refused_results"], 1);
+  EXPECT_EQ(cluster()["refused_results"], 2);
   // The same job's result again, from the admitted worker's id: one per job.
-  forged.worker = "w1";
   ASSERT_TRUE((*client)->publish(cluster::daemon_subject("results", daemon_id), encode(forged)));
   EXPECT_TRUE(eventually([&] { return cluster().value("duplicates_ignored", 0) == 1; }, 10s));
   // And garbage on the subject is refused without harm.
@@ -308,7 +310,8 @@ TEST_F(ClusterTest, WorkersAuthenticateWithTheirOwnKeysAndABadKeyIsRefusedClearl
                 tree_.path("keys/" + name + ".pub"));
     EXPECT_EQ(maker.wait_exit(10s), 0);
     std::string key = tree_.read("keys/" + name + ".pub");
-    while (!key.empty() && key.back() == '\n') key.pop_back();
+    while (!key.empty() && key.back() == '\n')
+      key.pop_back();
     EXPECT_EQ(key.size(), 56u) << key;
     EXPECT_EQ(key[0], 'U') << key;
     return key;
@@ -361,16 +364,20 @@ TEST_F(ClusterTest, AJobOnAWorkerIsSandboxedLikeALocalHeavyJob) {
   Child maker({bin_path("loopr-runner"), "--new-nkey", tree_.path("w1-keys/w1.seed")},
               tree_.path("w1-keys/w1.pub"));
   ASSERT_EQ(maker.wait_exit(10s), 0);
-  std::string probe =
-      "if cat " + tree_.path("workers/w1/repos/other.git/secret") +
-      " 2>/dev/null; then echo other-repo-read; fi; "
-      "if ls " + tree_.path("workers/w1/tmp") + " >/dev/null 2>&1; then echo tmp-listed; fi; "
-      "if cat " + tree_.path("w1-keys/w1.seed") + " 2>/dev/null; then echo creds-read; fi; "
-      "if (echo > /dev/tcp/127.0.0.1/" + std::to_string(nats_->port()) +
-      ") 2>/dev/null; then echo nats-reached; fi; "
-      "if touch /usr/loopr-was-here 2>/dev/null; then echo usr-written; fi; "
-      "git log --oneline -1 >/dev/null 2>&1 && echo git-works; "
-      "echo done";
+  std::string probe = "if cat " + tree_.path("workers/w1/repos/other.git/secret") +
+                      " 2>/dev/null; then echo other-repo-read; fi; "
+                      "if ls " +
+                      tree_.path("workers/w1/tmp") +
+                      " >/dev/null 2>&1; then echo tmp-listed; fi; "
+                      "if cat " +
+                      tree_.path("w1-keys/w1.seed") +
+                      " 2>/dev/null; then echo creds-read; fi; "
+                      "if (echo > /dev/tcp/127.0.0.1/" +
+                      std::to_string(nats_->port()) +
+                      ") 2>/dev/null; then echo nats-reached; fi; "
+                      "if touch /usr/loopr-was-here 2>/dev/null; then echo usr-written; fi; "
+                      "git log --oneline -1 >/dev/null 2>&1 && echo git-works; "
+                      "echo done";
   start_looprd({}, probe);
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   // The server has no authorization: the key only has to stay unread.
@@ -382,8 +389,8 @@ TEST_F(ClusterTest, AJobOnAWorkerIsSandboxedLikeALocalHeavyJob) {
   ASSERT_EQ(reply["worker"], "w1") << reply.dump(2) << worker_logs();
   const std::string out = reply["output"].value("stdout", "");
   EXPECT_NE(out.find("done"), std::string::npos) << out;
-  for (const char* leak : {"other-repo-read", "tmp-listed", "creds-read", "nats-reached",
-                           "usr-written"}) {
+  for (const char* leak :
+       {"other-repo-read", "tmp-listed", "creds-read", "nats-reached", "usr-written"}) {
     EXPECT_EQ(out.find(leak), std::string::npos) << leak << " in:\n" << out;
   }
   // Its own repository's git folder is there, read-only, as for a local job.
@@ -397,17 +404,14 @@ TEST(ClusterLoop, ACodeLoopsValidationsRunOnAWorkerAndTheLoopCompletes) {
   nats.start();
   TempTree scripts;
   SampleRepo repo;
-  const std::vector<json> turns = {
-      turn({read_call("r1")}, {{"usage", usage(1000, 20)}}),
-      turn({edit_call("e1")}, {{"usage", usage(1100, 30)}}),
-      turn({complete_call("c1")}, {{"usage", usage(1200, 10)}})};
+  const std::vector<json> turns = {turn({read_call("r1")}, {{"usage", usage(1000, 20)}}),
+                                   turn({edit_call("e1")}, {{"usage", usage(1100, 30)}}),
+                                   turn({complete_call("c1")}, {{"usage", usage(1200, 10)}})};
   auto daemon = start_scripted_looprd(
       scripts, {{"scripted", turns}},
-      "[cluster]\nnats_url = \"" + nats.url() + "\"\nack_wait_s = 2\nqueue_timeout_s = 30\n",
-      repo);
-  ASSERT_TRUE(eventually([&] {
-    return daemon->call("metrics.get")["cluster"].value("state", "") == "connected";
-  }));
+      "[cluster]\nnats_url = \"" + nats.url() + "\"\nack_wait_s = 2\nqueue_timeout_s = 30\n", repo);
+  ASSERT_TRUE(eventually(
+      [&] { return daemon->call("metrics.get")["cluster"].value("state", "") == "connected"; }));
   Worker worker(tree, nats, {"w1"});
   const json created = create_loop(*daemon, repo.path);
   const json loop = wait_final(*daemon, created["id"], 90s);

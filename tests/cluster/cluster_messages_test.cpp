@@ -18,7 +18,7 @@ ClusterJob sample_job() {
   job.repo_name = "repo";
   job.commit = kCommit;
   job.cwd = "src";
-  job.start_by_unix_ms = 42;
+  job.nonce = "5eed";
   job.job.job_id = "c-7";
   job.job.tool = "validate";
   job.job.args = {{"x", 1}};
@@ -30,9 +30,14 @@ ClusterJob sample_job() {
 TEST(ClusterSubjects, NameLanesAndLabelSetsWhateverTheirOrder) {
   EXPECT_EQ(jobs_subject("heavy", {}), "loopr.jobs.heavy.any");
   EXPECT_EQ(jobs_subject("heavy", {"gpu", "arch=arm64"}), "loopr.jobs.heavy.arch=arm64+gpu");
-  EXPECT_EQ(jobs_subject("heavy", {"arch=arm64", "gpu", "gpu"}),
-            "loopr.jobs.heavy.arch=arm64+gpu");
-  EXPECT_EQ(consumer_name("heavy", {"gpu", "arch=arm64"}), "loopr_heavy_arch-arm64_gpu");
+  EXPECT_EQ(jobs_subject("heavy", {"arch=arm64", "gpu", "gpu"}), "loopr.jobs.heavy.arch=arm64+gpu");
+  EXPECT_EQ(consumer_name("heavy", {}), "loopr_heavy_any");
+  // One name per label set, whatever the order; never one name for two sets.
+  EXPECT_EQ(consumer_name("heavy", {"gpu", "arch=arm64"}),
+            consumer_name("heavy", {"arch=arm64", "gpu"}));
+  EXPECT_NE(consumer_name("heavy", {"a", "b"}), consumer_name("heavy", {"a_b"}));
+  EXPECT_NE(consumer_name("heavy", {"arch=x"}), consumer_name("heavy", {"arch-x"}));
+  EXPECT_NE(consumer_name("heavy", {"gpu"}), consumer_name("no-net", {"gpu"}));
   EXPECT_EQ(daemon_subject("results", "d1"), "loopr.results.d1");
   EXPECT_EQ(worker_subject("w1"), "loopr.workers.w1");
 }
@@ -44,9 +49,9 @@ TEST(ClusterSubjects, AWorkerTakesTheJobsOfEverySubsetOfItsLabels) {
   for (const auto& subset : subsets)
     subjects.push_back(jobs_subject("heavy", subset));
   std::sort(subjects.begin(), subjects.end());
-  EXPECT_EQ(subjects, (std::vector<std::string>{"loopr.jobs.heavy.any", "loopr.jobs.heavy.arch=x86",
-                                                "loopr.jobs.heavy.arch=x86+gpu",
-                                                "loopr.jobs.heavy.gpu"}));
+  EXPECT_EQ(subjects,
+            (std::vector<std::string>{"loopr.jobs.heavy.any", "loopr.jobs.heavy.arch=x86",
+                                      "loopr.jobs.heavy.arch=x86+gpu", "loopr.jobs.heavy.gpu"}));
   // A worker holds few labels: the rest are not subscribed to.
   EXPECT_EQ(label_subsets({"a", "b", "c", "d", "e", "f", "g", "h"}).size(),
             std::size_t{1} << kMaxWorkerLabels);
@@ -60,6 +65,7 @@ TEST(ClusterMessages, RoundTrip) {
   EXPECT_EQ(parsed->cwd, "src");
   EXPECT_EQ(parsed->job, job.job);
   EXPECT_EQ(parsed->labels, job.labels);
+  EXPECT_EQ(parsed->nonce, "5eed");
 
   ClusterResult result;
   result.worker = "w1";
@@ -114,6 +120,19 @@ TEST(ClusterMessages, RefuseHostilePayloads) {
   EXPECT_FALSE(parse_cluster_job(encode(job))) << "a subject wildcard";
 
   EXPECT_FALSE(parse_cluster_result(R"({"worker":"w 1","result":{}})"));
+  // A worker may not pass for this machine.
+  ClusterResult local;
+  local.worker = "local";
+  local.result.job_id = "c-1";
+  EXPECT_FALSE(parse_cluster_result(encode(local)));
+  job = sample_job();
+  job.nonce = "";
+  EXPECT_FALSE(parse_cluster_job(encode(job))) << "a job without its nonce";
+  job = sample_job();
+  job.repo_name = std::string("caf\xe9\xff", 5);  // not UTF-8: shown with '?', never thrown on
+  auto named = parse_cluster_job(encode(job));
+  ASSERT_TRUE(named) << named.error().message;
+  EXPECT_EQ(named->repo_name, "caf??");
   EXPECT_FALSE(parse_cluster_result(R"({"worker":"w1","result":{"type":"job"}})"));
   EXPECT_FALSE(parse_bundle_request(
       R"({"job_id":"c","repo_key":"k","commit":"0123456789abcdef0123456789abcdef01234567","worker":"w","have":["x"]})"));

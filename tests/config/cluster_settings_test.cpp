@@ -47,6 +47,9 @@ TEST(ClusterSettings, RefusesWhatCannotWork) {
               HasSubstr("is not a label"));
   EXPECT_THAT(settings_error("[cluster]\nnats_url = \"nats://127.0.0.1\"\nlanes = [\"gpu\"]\n"),
               HasSubstr("unknown lane"));
+  // The net lane's calls need the egress proxy, and web_search's carry a key.
+  EXPECT_THAT(settings_error("[cluster]\nnats_url = \"nats://127.0.0.1\"\nlanes = [\"net\"]\n"),
+              HasSubstr("stays on this machine"));
   EXPECT_THAT(settings_error("[cluster]\nnats_url = \"nats://127.0.0.1\"\non_queue_timeout = "
                              "\"retry\"\n"),
               HasSubstr("cluster.on_queue_timeout"));
