@@ -148,13 +148,14 @@ void ClusterLink::connect_loop() {
       std::lock_guard lock(stop_mutex_);
       if (stopping_) return;
     }
-    NatsSettings nats{settings_.nats_url,
-                      settings_.creds_file,
-                      settings_.tls_ca_file,
-                      settings_.tls_cert_file,
-                      settings_.tls_key_file,
-                      "looprd " + daemon_id_,
-                      std::chrono::milliseconds(2000)};
+    NatsSettings nats;
+    nats.url = settings_.nats_url;
+    nats.creds_file = settings_.creds_file;
+    nats.tls_ca_file = settings_.tls_ca_file;
+    nats.tls_cert_file = settings_.tls_cert_file;
+    nats.tls_key_file = settings_.tls_key_file;
+    nats.name = "looprd " + daemon_id_;
+    nats.inbox_prefix = std::string(kLooprdInboxPrefix);
     auto client = NatsClient::connect(nats, [this](bool up, const std::string& why) {
       if (up) {
         // Not "connected" before the queue is checked again.

@@ -76,7 +76,8 @@ bool valid_id(std::string_view id) {
 }
 
 bool valid_worker_id(std::string_view id) {
-  return valid_id(id) && id != "local" && id != "unknown";
+  // "looprd" would share looprd's inbox prefix (kLooprdInboxPrefix).
+  return valid_id(id) && id != "local" && id != "unknown" && id != "looprd";
 }
 
 bool valid_commit(std::string_view commit) {
@@ -139,6 +140,10 @@ std::string daemon_subject(std::string_view kind, std::string_view daemon_id) {
 
 std::string worker_subject(std::string_view worker_id) {
   return std::string(kSubjectPrefix) + ".workers." + std::string(worker_id);
+}
+
+std::string worker_inbox_prefix(std::string_view worker_id) {
+  return "_INBOX." + std::string(worker_id);
 }
 
 std::string encode(const ClusterJob& m) {

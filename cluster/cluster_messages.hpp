@@ -45,6 +45,10 @@ std::string consumer_name(std::string_view lane, const std::vector<std::string>&
 std::vector<std::vector<std::string>> label_subsets(const std::vector<std::string>& labels);
 std::string daemon_subject(std::string_view kind, std::string_view daemon_id);
 std::string worker_subject(std::string_view worker_id);
+// Inbox prefixes (docs/cluster.md's permissions): each worker's replies go
+// to _INBOX.<id>.…, looprd's to _INBOX.looprd.…
+inline constexpr std::string_view kLooprdInboxPrefix = "_INBOX.looprd";
+std::string worker_inbox_prefix(std::string_view worker_id);
 
 // A job on the queue. `job` is the runner protocol's, with worktree and cwd
 // left empty: the worker puts its own worktree there, and `cwd` below
@@ -138,7 +142,7 @@ Result<WorkerPresence> parse_worker_presence(std::string_view payload);
 // An id a subject may carry (a worker's or looprd's): 1-64 of [A-Za-z0-9_-].
 bool valid_id(std::string_view id);
 // A worker's id: valid_id(), and not one of the names looprd gives calls
-// that ran on no worker ("local", "unknown").
+// that ran on no worker ("local", "unknown"), nor "looprd" (its inboxes).
 bool valid_worker_id(std::string_view id);
 bool valid_commit(std::string_view commit);
 

@@ -199,6 +199,7 @@ struct OptionsGuard {
 Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& settings,
                                                         StateHandler on_state) {
   std::unique_ptr<NatsClient> client(new NatsClient());
+  client->inbox_prefix_ = settings.inbox_prefix;
   client->callbacks_ = std::make_unique<Callbacks>();
   client->callbacks_->on_state = std::move(on_state);
   OptionsGuard guard;
@@ -215,6 +216,13 @@ Result<std::unique_ptr<NatsClient>> NatsClient::connect(const NatsSettings& sett
   }
   natsOptions_SetTimeout(o, settings.connect_timeout.count());
   if (!settings.name.empty()) natsOptions_SetName(o, settings.name.c_str());
+  if (!settings.inbox_prefix.empty()) {
+    if (auto r = check(natsOptions_SetCustomInboxPrefix(o, settings.inbox_prefix.c_str()),
+                       "NATS inbox prefix");
+        !r) {
+      return std::move(r).error();
+    }
+  }
   natsOptions_SetAllowReconnect(o, true);
   natsOptions_SetMaxReconnect(o, -1);
   natsOptions_SetReconnectWait(o, 1000);
@@ -344,8 +352,13 @@ Result<void> NatsClient::flush(std::chrono::milliseconds wait) {
 std::string NatsClient::new_inbox() const {
   natsInbox* inbox = nullptr;
   if (natsInbox_Create(&inbox) != NATS_OK) return "_INBOX.loopr";
+  // natsInbox_Create knows no custom prefix: "_INBOX.<unique>" becomes
+  // "<prefix>.<unique>".
   std::string out = inbox;
   natsInbox_Destroy(inbox);
+  if (!inbox_prefix_.empty() && out.starts_with("_INBOX.")) {
+    out = inbox_prefix_ + out.substr(6);
+  }
   return out;
 }
 

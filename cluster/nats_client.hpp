@@ -49,6 +49,10 @@ struct NatsSettings {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string name;  // the connection's name on the server (monitoring)
+  // Where replies to this client go (`_INBOX.<who>`), so the server's
+  // permissions can give each user its own inboxes and no one else's.
+  // Empty: libnats' default, `_INBOX`.
+  std::string inbox_prefix;
   std::chrono::milliseconds connect_timeout{2000};
 };
 
@@ -165,6 +169,7 @@ class NatsClient {
   NatsClient() = default;
   struct Callbacks;
 
+  std::string inbox_prefix_;
   __natsConnection* connection_ = nullptr;
   __jsCtx* jetstream_ = nullptr;
   std::unique_ptr<Callbacks> callbacks_;

@@ -370,13 +370,14 @@ int run_worker(const WorkerOptions& options) {
     return 3;
   }
 
-  NatsSettings nats{options.nats_url,
-                    options.creds_file,
-                    options.tls_ca_file,
-                    options.tls_cert_file,
-                    options.tls_key_file,
-                    "loopr worker " + options.id,
-                    std::chrono::milliseconds(2000)};
+  NatsSettings nats;
+  nats.url = options.nats_url;
+  nats.creds_file = options.creds_file;
+  nats.tls_ca_file = options.tls_ca_file;
+  nats.tls_cert_file = options.tls_cert_file;
+  nats.tls_key_file = options.tls_key_file;
+  nats.name = "loopr worker " + options.id;
+  nats.inbox_prefix = worker_inbox_prefix(options.id);
   std::unique_ptr<NatsClient> client;
   std::string reported;
   for (;;) {

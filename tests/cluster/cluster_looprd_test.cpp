@@ -319,14 +319,37 @@ TEST_F(ClusterTest, WorkersAuthenticateWithTheirOwnKeysAndABadKeyIsRefusedClearl
   const std::string looprd_key = make_key("looprd.seed");
   const std::string worker_key = make_key("w1.seed");
   make_key("stranger.seed");  // not in the server's configuration
-  start_nats("authorization { users = [ {nkey: \"" + looprd_key + "\"}, {nkey: \"" + worker_key +
-             "\"} ] }\n");
+  // The permissions docs/cluster.md gives each user, and no more.
+  start_nats(
+      "authorization { users = [\n"
+      "  { nkey: \"" + looprd_key + "\", permissions: {\n"
+      "      publish: [\"loopr.jobs.>\", \"loopr.cancel.>\", \"_INBOX.>\",\n"
+      "                \"$JS.API.STREAM.CREATE.LOOPR_JOBS\", \"$JS.API.STREAM.INFO.LOOPR_JOBS\",\n"
+      "                \"$JS.API.STREAM.MSG.DELETE.LOOPR_JOBS\",\n"
+      "                \"$JS.API.CONSUMER.DURABLE.CREATE.LOOPR_JOBS.>\",\n"
+      "                \"$JS.API.CONSUMER.CREATE.LOOPR_JOBS.>\"]\n"
+      "      subscribe: [\"loopr.progress.>\", \"loopr.results.>\", \"loopr.bundles.>\",\n"
+      "                  \"loopr.workers.>\", \"_INBOX.looprd.>\"] } }\n"
+      "  { nkey: \"" + worker_key + "\", permissions: {\n"
+      "      publish: [\"loopr.progress.>\", \"loopr.results.>\", \"loopr.bundles.>\",\n"
+      "                \"loopr.workers.w1\", \"$JS.API.CONSUMER.MSG.NEXT.LOOPR_JOBS.>\",\n"
+      "                \"$JS.API.CONSUMER.INFO.LOOPR_JOBS.>\", \"$JS.ACK.LOOPR_JOBS.>\"]\n"
+      "      subscribe: [\"loopr.cancel.>\", \"_INBOX.w1.>\"] } }\n"
+      "] }\n");
   start_looprd("creds_file = \"" + tree_.path("keys/looprd.seed") + "\"\n", "echo ok");
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   tree_.mkdir("w1-keys");
   std::filesystem::copy_file(tree_.path("keys/w1.seed"), tree_.path("w1-keys/w1.seed"));
   add_worker({"w1", {}, tree_.path("w1-keys/w1.seed")});
-  EXPECT_EQ(daemon_->tool("validate", json::object())["worker"], "w1");
+  // Through those permissions: a job queued, a bundle asked for and sent, a
+  // result, and the queue's acknowledgement.
+  const json reply = daemon_->tool("validate", json::object());
+  EXPECT_EQ(reply["worker"], "w1") << reply.dump(2) << worker_logs() << daemon_->log();
+  EXPECT_EQ(reply.value("ok", false), true);
+  EXPECT_EQ(daemon_->log().find("Permissions Violation"), std::string::npos) << daemon_->log();
+  EXPECT_EQ(worker_logs().find("Permissions Violation"), std::string::npos) << worker_logs();
+  const std::string server_log = tree_.read("nats/server.log");
+  EXPECT_EQ(server_log.find("Violation"), std::string::npos) << server_log;
 
   tree_.mkdir("stranger-keys");
   std::filesystem::copy_file(tree_.path("keys/stranger.seed"),
