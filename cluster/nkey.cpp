@@ -71,9 +71,8 @@ std::string encode_with_crc(std::vector<std::uint8_t> bytes) {
 }
 
 std::string encode_seed(const std::array<std::uint8_t, 32>& raw) {
-  std::vector<std::uint8_t> bytes = {
-      static_cast<std::uint8_t>(kPrefixSeed | (kPrefixUser >> 5)),
-      static_cast<std::uint8_t>((kPrefixUser & 31) << 3)};
+  std::vector<std::uint8_t> bytes = {static_cast<std::uint8_t>(kPrefixSeed | (kPrefixUser >> 5)),
+                                     static_cast<std::uint8_t>((kPrefixUser & 31) << 3)};
   bytes.insert(bytes.end(), raw.begin(), raw.end());
   return encode_with_crc(std::move(bytes));
 }
@@ -125,7 +124,8 @@ Result<std::string> read_user_seed(const std::string& path) {
   }
   std::string line;
   while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+      line.pop_back();
     const auto start = line.find_first_not_of(" \t");
     if (start != std::string::npos && line.compare(start, 2, "SU") == 0) return line.substr(start);
   }

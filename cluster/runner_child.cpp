@@ -124,8 +124,8 @@ Result<void> RunnerChild::send(const proto::RunnerMessage& message) {
   std::lock_guard lock(write_mutex_);
   std::size_t offset = 0;
   while (offset < frame->size()) {
-    const ssize_t n = ::send(link_.get(), frame->data() + offset, frame->size() - offset,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(link_.get(), frame->data() + offset, frame->size() - offset, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return errno_error(errno, "write to the worker's runner", "");
     offset += static_cast<std::size_t>(n);

@@ -1,6 +1,7 @@
 #include "tests/cluster/cluster_fixture.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,16 +13,13 @@
 #include <sstream>
 #include <thread>
 
-#include <gtest/gtest.h>
-
 extern char** environ;
 
 namespace loopr::test {
 
 using Clock = std::chrono::steady_clock;
 
-Child::Child(std::vector<std::string> argv, std::string log_path)
-    : log_path_(std::move(log_path)) {
+Child::Child(std::vector<std::string> argv, std::string log_path) : log_path_(std::move(log_path)) {
   std::vector<char*> args;
   for (std::string& arg : argv)
     args.push_back(arg.data());
@@ -116,14 +114,14 @@ bool eventually(const std::function<bool()>& check, std::chrono::milliseconds wa
 NatsServer::NatsServer(TempTree& tree, std::string config)
     : tree_(tree), config_(std::move(config)), port_(free_port()) {
   tree_.mkdir("nats/store");
-  tree_.write("nats/server.conf", "jetstream { store_dir: \"" + tree_.path("nats/store") +
-                                      "\" }\n" + config_);
+  tree_.write("nats/server.conf",
+              "jetstream { store_dir: \"" + tree_.path("nats/store") + "\" }\n" + config_);
 }
 
 // Debian puts it in /usr/sbin, which an ordinary user's PATH may lack.
 std::string nats_server_binary() {
-  for (const char* path : {"/usr/sbin/nats-server", "/usr/bin/nats-server",
-                           "/usr/local/bin/nats-server"}) {
+  for (const char* path :
+       {"/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"}) {
     if (::access(path, X_OK) == 0) return path;
   }
   return "nats-server";
@@ -149,10 +147,17 @@ void NatsServer::stop() {
 Worker::Worker(TempTree& tree, const NatsServer& nats, WorkerSpec spec) : spec_(std::move(spec)) {
   state_ = tree.path("workers/" + spec_.id);
   tree.mkdir("workers/" + spec_.id);
-  std::vector<std::string> command = {bin_path("loopr-runner"), "--join",  nats.url(),
-                                      "--state",                state_,    "--id",
-                                      spec_.id,                 "--tool",  bin_path("loopr-tool"),
-                                      "--slots",                std::to_string(spec_.slots)};
+  std::vector<std::string> command = {bin_path("loopr-runner"),
+                                      "--join",
+                                      nats.url(),
+                                      "--state",
+                                      state_,
+                                      "--id",
+                                      spec_.id,
+                                      "--tool",
+                                      bin_path("loopr-tool"),
+                                      "--slots",
+                                      std::to_string(spec_.slots)};
   if (!spec_.labels.empty()) {
     std::string labels;
     for (const std::string& label : spec_.labels)

@@ -322,7 +322,9 @@ TEST_F(ClusterTest, WorkersAuthenticateWithTheirOwnKeysAndABadKeyIsRefusedClearl
   // The permissions docs/cluster.md gives each user, and no more.
   start_nats(
       "authorization { users = [\n"
-      "  { nkey: \"" + looprd_key + "\", permissions: {\n"
+      "  { nkey: \"" +
+      looprd_key +
+      "\", permissions: {\n"
       "      publish: [\"loopr.jobs.>\", \"loopr.cancel.>\", \"_INBOX.>\",\n"
       "                \"$JS.API.STREAM.CREATE.LOOPR_JOBS\", \"$JS.API.STREAM.INFO.LOOPR_JOBS\",\n"
       "                \"$JS.API.STREAM.MSG.DELETE.LOOPR_JOBS\",\n"
@@ -330,7 +332,9 @@ TEST_F(ClusterTest, WorkersAuthenticateWithTheirOwnKeysAndABadKeyIsRefusedClearl
       "                \"$JS.API.CONSUMER.CREATE.LOOPR_JOBS.>\"]\n"
       "      subscribe: [\"loopr.progress.>\", \"loopr.results.>\", \"loopr.bundles.>\",\n"
       "                  \"loopr.workers.>\", \"_INBOX.looprd.>\"] } }\n"
-      "  { nkey: \"" + worker_key + "\", permissions: {\n"
+      "  { nkey: \"" +
+      worker_key +
+      "\", permissions: {\n"
       "      publish: [\"loopr.progress.>\", \"loopr.results.>\", \"loopr.bundles.>\",\n"
       "                \"loopr.workers.w1\", \"$JS.API.CONSUMER.MSG.NEXT.LOOPR_JOBS.>\",\n"
       "                \"$JS.API.CONSUMER.INFO.LOOPR_JOBS.>\", \"$JS.ACK.LOOPR_JOBS.>\"]\n"
