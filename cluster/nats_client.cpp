@@ -126,18 +126,6 @@ Result<std::unique_ptr<JobMessage>> PullConsumer::fetch(std::chrono::millisecond
   return message;
 }
 
-Result<std::chrono::milliseconds> PullConsumer::ack_wait() {
-  jsConsumerInfo* info = nullptr;
-  jsErrCode js = static_cast<jsErrCode>(0);
-  if (natsStatus s = natsSubscription_GetConsumerInfo(&info, subscription_, nullptr, &js);
-      s != NATS_OK) {
-    return nats_error("consumer info", s, js);
-  }
-  const auto wait = std::chrono::milliseconds(info->Config->AckWait / 1'000'000);
-  jsConsumerInfo_Destroy(info);
-  return wait;
-}
-
 InboxSubscription::~InboxSubscription() {
   natsSubscription_Unsubscribe(subscription_);
   natsSubscription_Destroy(subscription_);
@@ -458,6 +446,21 @@ Result<void> NatsClient::ensure_consumer(const std::string& stream, const std::s
   if (info != nullptr) jsConsumerInfo_Destroy(info);
   if (s == NATS_OK) return {};
   return nats_error("making the JetStream consumer " + durable, s, js);
+}
+
+Result<std::chrono::milliseconds> NatsClient::consumer_ack_wait(const std::string& stream,
+                                                                const std::string& durable) {
+  jsConsumerInfo* info = nullptr;
+  jsErrCode js = static_cast<jsErrCode>(0);
+  if (natsStatus s =
+          js_GetConsumerInfo(&info, jetstream_, stream.c_str(), durable.c_str(), nullptr, &js);
+      s != NATS_OK) {
+    if (info != nullptr) jsConsumerInfo_Destroy(info);
+    return nats_error("consumer info of " + durable, s, js);
+  }
+  const auto wait = std::chrono::milliseconds(info->Config->AckWait / 1'000'000);
+  jsConsumerInfo_Destroy(info);
+  return wait;
 }
 
 Result<std::unique_ptr<PullConsumer>> NatsClient::bind_consumer(const std::string& stream,

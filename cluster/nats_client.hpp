@@ -98,8 +98,6 @@ class PullConsumer {
   PullConsumer& operator=(const PullConsumer&) = delete;
   // One message, or nullopt when none came within `wait`.
   Result<std::unique_ptr<JobMessage>> fetch(std::chrono::milliseconds wait);
-  // The consumer's acknowledgement deadline, as the server holds it.
-  Result<std::chrono::milliseconds> ack_wait();
 
  private:
   __natsSubscription* subscription_;
@@ -156,6 +154,9 @@ class NatsClient {
   // kMaxDeliveries times).
   Result<void> ensure_consumer(const std::string& stream, const std::string& durable,
                                const std::string& subject, std::chrono::milliseconds ack_wait);
+  // A consumer's acknowledgement deadline, as the server holds it.
+  Result<std::chrono::milliseconds> consumer_ack_wait(const std::string& stream,
+                                                      const std::string& durable);
   // Binds to an existing consumer (errc::not_found while it does not exist).
   Result<std::unique_ptr<PullConsumer>> bind_consumer(const std::string& stream,
                                                       const std::string& durable,

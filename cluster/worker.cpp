@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -126,7 +127,13 @@ class Worker {
         auto pull = client_->bind_consumer(options_.stream, durable, jobs_subject(lane, subset));
         if (!pull) continue;
         Consumer c{lane, subset, std::move(*pull), std::chrono::milliseconds(30000)};
-        if (auto wait = c.pull->ack_wait(); wait && wait->count() > 0) c.ack_wait = *wait;
+        if (auto wait = client_->consumer_ack_wait(options_.stream, durable);
+            wait && wait->count() > 0) {
+          c.ack_wait = *wait;
+        } else {
+          say("consumer " + durable + ": its acknowledgement deadline is unknown (" +
+              (wait ? std::string("0") : wait.error().message) + "); heartbeats every second");
+        }
         consumers.push_back(std::move(c));
       }
     }
@@ -240,7 +247,10 @@ class Worker {
     std::condition_variable beat_stop;
     bool beating = true;
     std::thread heartbeat([&] {
-      const auto every = std::max(std::chrono::milliseconds(100), consumer.ack_wait / 3);
+      // A third of the deadline, and at least once a second (cheap: a few
+      // bytes), so a deadline read wrong or shortened later still holds.
+      const auto every = std::clamp(consumer.ack_wait / 3, std::chrono::milliseconds(100),
+                                    std::chrono::milliseconds(1000));
       std::unique_lock lock(beat_mutex);
       while (!beat_stop.wait_for(lock, every, [&] { return !beating; })) {
         (void)message.in_progress();

@@ -192,6 +192,21 @@ TEST_F(ClusterTest, AWorkerKilledMidJobHasItsJobRedeliveredAndFinishedOnce) {
       << daemon_->log();
 }
 
+TEST_F(ClusterTest, ALiveWorkerKeepsItsJobPastManyAcknowledgementDeadlines) {
+  start_nats();
+  start_looprd({}, "sleep 7; echo finished");  // three and a half times ack_wait_s
+  ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
+  add_worker({"a"});
+  add_worker({"b"});
+  const json reply = daemon_->tool("validate", json::object());
+  ASSERT_EQ(reply.value("ok", false), true) << reply.dump(2) << worker_logs();
+  // Its in-progress heartbeats held it: the other worker never saw the job.
+  const std::string other = reply["worker"] == "a" ? "b" : "a";
+  EXPECT_EQ(worker_named(other)->log().find("job c-"), std::string::npos) << worker_logs();
+  EXPECT_EQ(worker_logs().find("delivered again"), std::string::npos) << worker_logs();
+  EXPECT_EQ(cluster()["duplicates_ignored"], 0);
+}
+
 TEST_F(ClusterTest, AStalledWorkerLosesItsJobAndItsLateResultIsIgnored) {
   start_nats();
   start_looprd({}, "sleep 3; echo finished");
@@ -252,6 +267,24 @@ TEST_F(ClusterTest, AForgedOrRepeatedResultIsNotTakenForTheJobs) {
   // And garbage on the subject is refused without harm.
   ASSERT_TRUE((*client)->publish(cluster::daemon_subject("results", daemon_id), "{not json"));
   EXPECT_EQ(daemon_->tool("validate", json::object())["worker"], "w1");
+}
+
+TEST_F(ClusterTest, ACancelledCallStopsItsJobOnTheWorker) {
+  start_nats();
+  start_looprd({}, "echo started; sleep 30; echo never");
+  ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
+  add_worker({"w1"});
+  auto call =
+      std::async(std::launch::async, [&] { return daemon_->tool("validate", json::object()); });
+  std::string call_id;
+  ASSERT_TRUE(eventually([&] { return !running("validate", &call_id).empty(); }, 20s));
+  const json cancelled = daemon_->call("tool.cancel", {{"call_id", call_id}});
+  EXPECT_EQ(cancelled["cancelled"], true) << cancelled.dump();
+  const json reply = call.get();
+  EXPECT_EQ(reply["status"], "cancelled") << reply.dump(2);
+  // The worker stopped the job: it is free long before the 30 s sleep ends.
+  EXPECT_TRUE(eventually([&] { return running("validate").empty(); }, 10s)) << worker_logs();
+  EXPECT_EQ(daemon_->tool("read_file", {{"path", "v.sh"}})["ok"], true);
 }
 
 TEST_F(ClusterTest, WithNatsGoneTheLaneRunsHereAndSaysSoThenWorkersTakeOverAgain) {
