@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "loops/offload.hpp"
+
 namespace loopr::cluster {
 
 using nlohmann::json;
@@ -33,22 +35,6 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
   return name;
-}
-
-// Runs blocking `work` on `pool` and resumes on the caller's executor.
-// `work` must be a named local of the caller (GCC bug 100611).
-template <class Work>
-asio::awaitable<std::invoke_result_t<Work&>> on_pool(asio::thread_pool& pool, Work& work) {
-  using Value = std::invoke_result_t<Work&>;
-  std::optional<Value> result;
-  co_await asio::co_spawn(
-      pool.get_executor(),
-      [&]() -> asio::awaitable<void> {
-        result.emplace(work());
-        co_return;
-      },
-      asio::use_awaitable);
-  co_return std::move(*result);
 }
 
 std::string relative_cwd(const std::string& worktree, const std::string& cwd) {
@@ -314,7 +300,7 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
   auto make_snapshot = [&]() {
     return snapshot_worktree(worktree, repo, job_id, host_id_, state_folder_);
   };
-  Result<Snapshot> snapshot = co_await on_pool(pool_, make_snapshot);
+  Result<Snapshot> snapshot = co_await loops::offload(pool_, make_snapshot);
   if (pending->cancelled || !*alive_) {
     forget_pending();
     if (snapshot) asio::post(pool_, [held = *snapshot] { (void)drop_snapshot(held); });
@@ -359,7 +345,7 @@ asio::awaitable<RemoteReply> ClusterLink::run(proto::Job job, std::string lane, 
   const std::string payload = encode(queued);
   const auto queued_at = Clock::now();
   auto publish = [&]() { return client->publish_job(subject, payload); };
-  Result<std::uint64_t> sequence = co_await on_pool(pool_, publish);
+  Result<std::uint64_t> sequence = co_await loops::offload(pool_, publish);
   if (!sequence) {
     forget_pending();
     forget_snapshot();
