@@ -20,7 +20,7 @@ constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 std::uint16_t crc16(const std::vector<std::uint8_t>& bytes) {
   std::uint16_t crc = 0;
   for (std::uint8_t byte : bytes) {
-    crc ^= static_cast<std::uint16_t>(byte) << 8;
+    crc = static_cast<std::uint16_t>(crc ^ (byte << 8));
     for (int bit = 0; bit < 8; ++bit)
       crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
                            : static_cast<std::uint16_t>(crc << 1);

@@ -177,7 +177,7 @@ Worker::Worker(TempTree& tree, const NatsServer& nats, WorkerSpec spec) : spec_(
   // As root: a network namespace of its own, where 127.0.0.1:PORT is a
   // bridge to a Unix socket whose other end reaches the real server.
   const std::string socket_path = tree.path("workers/" + spec_.id + ".nats.sock");
-  const std::string bridge = std::string(LOOPR_TEST_SOURCE_DIR) + "/nats_bridge.py";
+  const std::string bridge = std::string(LOOPR_CLUSTER_TEST_DIR) + "/nats_bridge.py";
   bridge_ = std::make_unique<Child>(
       std::vector<std::string>{"python3", bridge, "host", socket_path, std::to_string(nats.port())},
       tree.path("workers/" + spec_.id + ".bridge.log"));

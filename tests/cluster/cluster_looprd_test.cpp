@@ -150,6 +150,31 @@ TEST_F(ClusterTest, AValidationRunsOnAWorkerInTheWorktreeAsItIsAndSaysWhichWorke
   EXPECT_EQ(file_text(daemon_->worktree() + "/answer.txt"), "44\n");
 }
 
+TEST_F(ClusterTest, AWorkersOutputStreamsWhileItRunsAndTheFinishedEventNamesIt) {
+  start_nats();
+  start_looprd({}, "echo first-line; sleep 2; echo second-line");
+  ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
+  add_worker({"w1"});
+  EventLog events(*daemon_, {"tool.output", "tool.finished"});
+  auto call =
+      std::async(std::launch::async, [&] { return daemon_->tool("validate", json::object()); });
+  const auto first = events.wait_for([](const proto::Event& e) {
+    return e.event == "tool.output" &&
+           e.data.value("data", "").find("first-line") != std::string::npos;
+  });
+  ASSERT_TRUE(first.has_value()) << worker_logs();
+  const auto finished =
+      events.wait_for([](const proto::Event& e) { return e.event == "tool.finished"; }, 30s);
+  ASSERT_TRUE(finished.has_value());
+  // The first line came while the job ran, before it finished.
+  EXPECT_LT(*first, *finished);
+  const json& done = events.events()[*finished].data;
+  EXPECT_EQ(done["worker"], "w1") << done.dump();
+  EXPECT_EQ(done["dispatch"]["deliveries"], 1) << done.dump();
+  EXPECT_TRUE(done["dispatch"].contains("pickup_ms")) << done.dump();
+  EXPECT_EQ(call.get()["worker"], "w1");
+}
+
 TEST_F(ClusterTest, LabelsRouteJobsToTheWorkersThatHaveThem) {
   start_nats();
   start_looprd("require_labels = [\"gpu\"]\n");
@@ -417,28 +442,33 @@ TEST_F(ClusterTest, ALooprdWithoutCredentialsTheServerAcceptsRunsItsLanesHereAnd
   EXPECT_EQ(reply.value("ok", false), true);
 }
 
-// The sandbox holds on a worker: what a job there can reach.
+// The sandbox holds on a worker: what a job there can reach. Each probe
+// prints its name only when the job managed what it must not.
 TEST_F(ClusterTest, AJobOnAWorkerIsSandboxedLikeALocalHeavyJob) {
   start_nats();
   tree_.mkdir("w1-keys");
   Child maker({bin_path("loopr-runner"), "--new-nkey", tree_.path("w1-keys/w1.seed")},
               tree_.path("w1-keys/w1.pub"));
   ASSERT_EQ(maker.wait_exit(10s), 0);
-  std::string probe = "if cat " + tree_.path("workers/w1/repos/other.git/secret") +
-                      " 2>/dev/null; then echo other-repo-read; fi; "
-                      "if ls " +
-                      tree_.path("workers/w1/tmp") +
-                      " >/dev/null 2>&1; then echo tmp-listed; fi; "
-                      "if cat " +
-                      tree_.path("w1-keys/w1.seed") +
-                      " 2>/dev/null; then echo creds-read; fi; "
-                      "if (echo > /dev/tcp/127.0.0.1/" +
-                      std::to_string(nats_->port()) +
-                      ") 2>/dev/null; then echo nats-reached; fi; "
-                      "if touch /usr/loopr-was-here 2>/dev/null; then echo usr-written; fi; "
-                      "git log --oneline -1 >/dev/null 2>&1 && echo git-works; "
-                      "echo done";
-  start_looprd({}, probe);
+  start_looprd({}, "placeholder");
+  const std::vector<std::pair<std::string, std::string>> probes = {
+      {"other-repo-read", "cat " + tree_.path("workers/w1/repos/other.git/secret")},
+      {"tmp-listed", "ls " + tree_.path("workers/w1/tmp")},
+      {"creds-read", "cat " + tree_.path("w1-keys/w1.seed")},
+      {"nats-reached", "(echo > /dev/tcp/127.0.0.1/" + std::to_string(nats_->port()) + ")"},
+      {"usr-written", "touch /usr/loopr-was-here"},
+      {"mounted", "mount -t tmpfs none /mnt"},
+      {"shadow-read", "cat /etc/shadow"},
+      // looprd itself, on this same machine: its socket, its process.
+      {"daemon-socket-seen", "test -e " + daemon_->socket_path()},
+      {"looprd-signalled", "kill -0 " + std::to_string(daemon_->pid())},
+      {"looprd-environ-read", "cat /proc/" + std::to_string(daemon_->pid()) + "/environ"},
+  };
+  std::string script;
+  for (const auto& [name, command] : probes)
+    script += "if " + command + " >/dev/null 2>&1; then echo " + name + "; fi; ";
+  script += "git log --oneline -1 >/dev/null 2>&1 && echo git-works; echo done";
+  write_script(script);
   ASSERT_TRUE(eventually([&] { return connected(); })) << daemon_->log();
   // The server has no authorization: the key only has to stay unread.
   add_worker({"w1", {}, tree_.path("w1-keys/w1.seed")});
@@ -449,12 +479,26 @@ TEST_F(ClusterTest, AJobOnAWorkerIsSandboxedLikeALocalHeavyJob) {
   ASSERT_EQ(reply["worker"], "w1") << reply.dump(2) << worker_logs();
   const std::string out = reply["output"].value("stdout", "");
   EXPECT_NE(out.find("done"), std::string::npos) << out;
-  for (const char* leak :
-       {"other-repo-read", "tmp-listed", "creds-read", "nats-reached", "usr-written"}) {
-    EXPECT_EQ(out.find(leak), std::string::npos) << leak << " in:\n" << out;
-  }
+  for (const auto& [name, command] : probes)
+    EXPECT_EQ(out.find(name), std::string::npos) << command << " worked:\n" << out;
   // Its own repository's git folder is there, read-only, as for a local job.
   EXPECT_NE(out.find("git-works"), std::string::npos) << out;
+  // And the probes that read can succeed where nothing confines them: run
+  // here, outside any sandbox, they find the credentials and looprd. (Only
+  // these: the others would write to this machine.)
+  std::string control;
+  for (const auto& [name, command] : probes) {
+    if (name == "creds-read" || name == "daemon-socket-seen" || name == "looprd-signalled") {
+      control += "if " + command + " >/dev/null 2>&1; then echo " + name + "; fi; ";
+    }
+  }
+  const std::string unconfined = tree_.path("unconfined.sh");
+  tree_.write("unconfined.sh", control + "\n");
+  Child host({"/bin/sh", unconfined}, tree_.path("unconfined.log"));
+  ASSERT_EQ(host.wait_exit(20s), 0);
+  const std::string host_out = host.log();
+  for (const char* name : {"creds-read", "daemon-socket-seen", "looprd-signalled"})
+    EXPECT_NE(host_out.find(name), std::string::npos) << name << ":\n" << host_out;
 }
 
 // A code loop whose validations run on a worker ends as it would here.

@@ -50,7 +50,11 @@ if(TARGET loopr_daemon)
   target_link_libraries(loop_prep_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(loop_prep_test looprd loopr-runner loopr-tool)
   # Plans end to end: the whole tree, merges, the gate, crashes.
-  loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp)
+  # (With a worker through a real nats-server too: cluster_fixture.)
+  loopr_add_test(plan_integration_test plan_integration_test.cpp loop_fixture.cpp
+                 ${PROJECT_SOURCE_DIR}/tests/cluster/cluster_fixture.cpp)
+  target_compile_definitions(plan_integration_test PRIVATE
+                             LOOPR_CLUSTER_TEST_DIR="${PROJECT_SOURCE_DIR}/tests/cluster")
   target_link_libraries(plan_integration_test PRIVATE loopr_daemon_harness loopr_store)
   add_dependencies(plan_integration_test looprd loopr-runner loopr-tool)
   # Memory notes through the real looprd and in scripted loops (issue 13;

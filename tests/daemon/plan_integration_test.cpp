@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/cluster/cluster_fixture.hpp"
 #include "tests/daemon/loop_fixture.hpp"
 #include "tests/support/scripted_http_server.hpp"
 
@@ -615,6 +616,42 @@ std::vector<json> one_spec_plan() {
   lines.push_back(keyed("p1", create_plan_turn({plan_spec("notes")})));
   add_spec_tree(lines, "p1-s1", "notes", "notes");
   return lines;
+}
+
+// ---- on workers ------------------------------------------------------------------------
+
+// [cluster] (issue 28): the plan's code loops validate on a worker through a
+// real nats-server, and the plan completes as it does here.
+TEST_F(PlanTest, APlansValidationsRunOnAWorkerThroughNatsAndThePlanCompletes) {
+  TempTree cluster_tree;
+  NatsServer nats(cluster_tree);
+  nats.start();
+  start(one_spec_plan(),
+        "[cluster]\nnats_url = \"" + nats.url() + "\"\nack_wait_s = 2\nqueue_timeout_s = 60\n");
+  const auto cluster = [&] { return daemon_->call("metrics.get").value("cluster", json()); };
+  ASSERT_TRUE(eventually([&] { return cluster().value("state", "") == "connected"; }))
+      << daemon_->log();
+  Worker worker(cluster_tree, nats, {"w1"});
+  ASSERT_TRUE(eventually([&] { return !cluster().value("workers", json::array()).empty(); }))
+      << worker.log();
+
+  const std::string id = create_plan()["id"];
+  ASSERT_EQ(wait_awaiting(id)["status"], "awaiting_approval");
+  daemon_->call("plan.approve", {{"id", id}});
+  const json done = wait_final(*daemon_, id, 180s);
+  ASSERT_EQ(done["status"], "completed") << done.dump(2) << worker.log();
+  EXPECT_FALSE(show("loop/p1", "notes/notes-three.txt").empty());
+  // Each code loop's validation ran on the worker, and only there.
+  int on_worker = 0;
+  for (const char* loop : {"p1-s1-ph1-c1", "p1-s1-ph2-c1", "p1-s1-ph3-c1"}) {
+    for (const json& step : read_transcript(*daemon_, loop)) {
+      if (step["kind"] != "validation") continue;
+      EXPECT_EQ(step["data"].value("worker", ""), "w1") << loop << ": " << step.dump();
+      ++on_worker;
+    }
+  }
+  EXPECT_EQ(on_worker, 3) << worker.log();
+  EXPECT_EQ(cluster()["fallbacks"], 0);
 }
 
 TEST_F(PlanTest, GcRemovesTheWorktreesOfAFinishedTreeAndKeepsItsBranches) {
